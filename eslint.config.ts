@@ -1,0 +1,42 @@
+import eslint from '@eslint/js';
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+export const config = defineConfig(
+  { ignores: ['node_modules/**', 'coverage/**'] },
+  eslint.configs.recommended,
+  tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      complexity: ['error', 20],
+      'max-depth': ['error', 4],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'TSEnumDeclaration', message: 'No enums: use string-literal unions (erasable syntax only).' },
+        { selector: 'ExportDefaultDeclaration', message: 'No default exports.' },
+      ],
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      '@typescript-eslint/only-throw-error': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // Only main.ts files and the test bed may end the process or read the environment.
+    files: ['agent/**/*.ts', 'init-container/**/*.ts', 'coordinator/**/*.ts', 'shared/**/*.ts'],
+    ignores: ['**/main.ts', '**/config.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'exit', message: 'Only main.ts exits the process.' },
+        { object: 'process', property: 'env', message: 'Only config.ts and main.ts read the environment.' },
+      ],
+    },
+  },
+);
+
+// eslint's flat-config loader needs a default export; this is the one allowed.
+// eslint-disable-next-line no-restricted-syntax
+export default config;

@@ -1,0 +1,108 @@
+/**
+ * Every label and annotation key the programs read or write, in one place.
+ *
+ * Keys keep NVIDIA's names (k8s-operator-libs `pkg/upgrade`, GPU and Network Operator) so that
+ * existing runbooks and `kubectl` one-liners keep working. `%s` there is the driver name
+ * (`gpu`, `ofed`, ...); here it is `driver`, and the domain (`nvidia.com` by default) is
+ * configurable per DriverRollout.
+ */
+export const DEFAULT_KEY_DOMAIN = 'nvidia.com';
+
+/** Upgrade states, as written in the state label. `unknown` is also the absence of the label. */
+export const UPGRADE_STATES = [
+  'unknown',
+  'upgrade-required',
+  'cordon-required',
+  'wait-for-jobs-required',
+  'pod-deletion-required',
+  'drain-required',
+  'pod-restart-required',
+  'validation-required',
+  'uncordon-required',
+  'upgrade-done',
+  'upgrade-failed',
+] as const;
+export type UpgradeState = (typeof UPGRADE_STATES)[number];
+
+export function isUpgradeState(value: string): value is UpgradeState {
+  return (UPGRADE_STATES as readonly string[]).includes(value);
+}
+
+/** Labels Kubernetes itself sets that we read. */
+export const CONTROLLER_REVISION_HASH_LABEL = 'controller-revision-hash';
+export const POD_TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
+
+export interface DriverKeys {
+  readonly domain: string;
+  readonly driver: string;
+  /** Node label: the node's current upgrade state (one of UPGRADE_STATES). */
+  readonly upgradeState: string;
+  /** Node label: `"true"` leaves this node alone. */
+  readonly upgradeSkip: string;
+  /** Pod label: `"true"` means the pod is never drained. */
+  readonly drainSkip: string;
+  /** Node annotation: set by the init container; the coordinator clears it once the node is safe. */
+  readonly waitForSafeLoad: string;
+  /** Node annotation: the node was already cordoned before we touched it; never uncordon it. */
+  readonly initialStateUnschedulable: string;
+  /** Node annotation: unix seconds when the wait for job pods began. */
+  readonly waitForPodCompletionStartTime: string;
+  /** Node annotation: unix seconds when validation began. */
+  readonly validationStartTime: string;
+  /** Node annotation: `"true"` forces the node into upgrade-required. */
+  readonly upgradeRequested: string;
+  /** Node annotation (ours): why the node is not moving, as human text. */
+  readonly upgradeReason: string;
+  /** Node annotation (ours): unix seconds when the node entered its current state. */
+  readonly stateStartTime: string;
+  /** Node annotation (ours): unix seconds when the node's current upgrade began (for the duration histogram). */
+  readonly upgradeStartTime: string;
+  /** Node annotation (ours): unix seconds when the drain began (drain timeout survives restarts). */
+  readonly drainStartTime: string;
+  /** Node annotation (ours): unix seconds when device-pod deletion began. */
+  readonly podDeletionStartTime: string;
+  /** Node label (agent): `"true"` when the node has a device this driver serves. */
+  readonly devicePresent: string;
+  /** Node label (agent): number of devices this driver serves. */
+  readonly deviceCount: string;
+  /** Node label (agent): version of the driver loaded now. */
+  readonly driverVersion: string;
+  /** Node label (agent): `"true"` once the driver is loaded and verified. */
+  readonly driverReady: string;
+  /** Pod condition type (agent): the readiness gate the driver pod declares. */
+  readonly driverReadyCondition: string;
+}
+
+export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN): DriverKeys {
+  const p = `${domain}/${driver}`;
+  return {
+    domain,
+    driver,
+    upgradeState: `${p}-driver-upgrade-state`,
+    upgradeSkip: `${p}-driver-upgrade.skip`,
+    drainSkip: `${p}-driver-upgrade-drain.skip`,
+    waitForSafeLoad: `${p}-driver-upgrade.driver-wait-for-safe-load`,
+    initialStateUnschedulable: `${p}-driver-upgrade.node-initial-state.unschedulable`,
+    waitForPodCompletionStartTime: `${p}-driver-upgrade-wait-for-pod-completion-start-time`,
+    validationStartTime: `${p}-driver-upgrade-validation-start-time`,
+    upgradeRequested: `${p}-driver-upgrade-requested`,
+    upgradeReason: `${p}-driver-upgrade.reason`,
+    stateStartTime: `${p}-driver-upgrade.state-start-time`,
+    upgradeStartTime: `${p}-driver-upgrade.upgrade-start-time`,
+    drainStartTime: `${p}-driver-upgrade-drain-start-time`,
+    podDeletionStartTime: `${p}-driver-upgrade-pod-deletion-start-time`,
+    devicePresent: `${p}.present`,
+    deviceCount: `${p}.count`,
+    driverVersion: `${p}-driver.version`,
+    driverReady: `${p}-driver.ready`,
+    driverReadyCondition: `${p}-driver-ready`,
+  };
+}
+
+/** Event reason, e.g. `GPUDriverUpgrade` for driver `gpu`, as the GPU Operator writes it. */
+export function upgradeEventReason(driver: string): string {
+  return `${driver.toUpperCase()}DriverUpgrade`;
+}
+
+/** KWOK's annotation marking a node it manages (test bed and demo only). */
+export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';

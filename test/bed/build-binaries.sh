@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds the test bed's control-plane binaries from Go modules (see ../shared/reference/test-bed.md)
+# into a cache outside the repository, keyed by version. A warm cache skips the build.
+#
+#   test/bed/build-binaries.sh            # prints the bin directory on its last line
+#
+# Environment: DRIVER_ROLLOUT_CACHE (default ~/.cache/driver-rollout).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${DRIVER_ROLLOUT_CACHE:-$HOME/.cache/driver-rollout}
+key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+bin="$cache/bin/$key"
+work="$cache/build/$key"
+tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
+
+log() { printf '[test-bed build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+is_complete() {
+  for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done
+  [ -f "$bin/.complete" ]
+}
+
+if is_complete; then
+  log "warm cache: $bin"
+  echo "$bin"
+  exit 0
+fi
+
+command -v go >/dev/null || { log "go is not installed; the test bed builds Kubernetes from Go modules"; exit 1; }
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+mkdir -p "$bin" "$work"
+# One builder at a time per cache key; a second waits, then finds the cache warm.
+exec 9>"$work/.lock"
+flock 9
+if is_complete; then log "warm cache (built by a concurrent run): $bin"; echo "$bin"; exit 0; fi
+
+started=$SECONDS
+
+# --- Kubernetes: a wrapper module replacing every staging module with its published version.
+kmod="$work/kubernetes"
+mkdir -p "$kmod"
+log "resolving k8s.io/kubernetes@$KUBERNETES_VERSION"
+upstream_mod=$(cd "$kmod" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+staging_version="v0${KUBERNETES_VERSION#v1}"
+{
+  echo "module driverrollout.test/kubernetes-build"
+  echo
+  echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0"
+  echo
+  echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+  echo
+  grep -E '^\s*k8s\.io/[^ ]+ => \./staging/' "$upstream_mod" \
+    | awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
+  for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    echo "tool k8s.io/kubernetes/cmd/$t"
+  done
+} > "$kmod/go.mod"
+log "wrapper module has $(grep -c '^replace' "$kmod/go.mod") staging replaces"
+(cd "$kmod" && log "go mod tidy (downloads modules)" && go mod tidy)
+major=${KUBERNETES_VERSION#v}; major=${major%%.*}
+minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
+ldflags=""
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+done
+for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  log "building $t $KUBERNETES_VERSION"
+  (cd "$kmod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$t" "k8s.io/kubernetes/cmd/$t")
+done
+
+# --- etcd: the server module's root package is the etcd binary.
+emod="$work/etcd"
+mkdir -p "$emod"
+cat > "$emod/go.mod" <<MOD
+module driverrollout.test/etcd-build
+
+go 1.26.0
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+
+tool go.etcd.io/etcd/server/v3
+MOD
+(cd "$emod" && log "go mod tidy for etcd $ETCD_VERSION" && go mod tidy)
+log "building etcd $ETCD_VERSION"
+(cd "$emod" && go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+
+# --- KWOK: no replaces, builds as is.
+log "building kwok $KWOK_VERSION"
+GOBIN="$bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+# The stock stages ship inside the module; keep them beside the binary.
+kwok_dir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+mkdir -p "$bin/kwok-stages"
+cp "$kwok_dir"/kustomize/stage/node/fast/*.yaml "$kwok_dir"/kustomize/stage/pod/fast/*.yaml "$bin/kwok-stages/" 2>/dev/null || true
+chmod -R u+w "$bin/kwok-stages"
+
+touch "$bin/.complete"
+log "built ${tools[*]} in $((SECONDS - started)) s; cache size $(du -sh "$cache" | cut -f1)"
+echo "$bin"

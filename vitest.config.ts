@@ -1,0 +1,41 @@
+import { defineConfig } from 'vitest/config';
+
+// One `vitest run` runs every project: unit tests need nothing; integration tests get a real
+// control plane from test/bed/global-setup.ts; kernel tests boot a real Linux kernel under QEMU.
+export const config = defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/bed/global-setup.ts'],
+          // The machine has 2 cores and one shared control plane: files run one after another.
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+        },
+      },
+      {
+        test: {
+          name: 'kernel',
+          include: ['test/kernel/**/*.test.ts'],
+          fileParallelism: false,
+          testTimeout: 240_000,
+          hookTimeout: 600_000,
+        },
+      },
+    ],
+  },
+});
+
+// vitest's config loader needs a default export; this is the one allowed.
+// eslint-disable-next-line no-restricted-syntax
+export default config;
