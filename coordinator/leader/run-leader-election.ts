@@ -1,0 +1,98 @@
+import type { Logger } from '../../shared/logger.ts';
+import { toError } from '../../shared/errors.ts';
+import { delay } from '../delay.ts';
+import { decideLeaseAction, releasedLeaseSpec, type LeaseObservation } from './decide-lease-action.ts';
+import { LeaseConflictError, type LeasePort, type LeaseRecord } from './lease-port.ts';
+
+export interface LeaderElectionOptions {
+  readonly port: LeasePort;
+  readonly identity: string;
+  /** How long a standby waits after the last renewal it saw before taking over. */
+  readonly leaseDurationSeconds: number;
+  /** A leader that could not renew for this long stops leading; must be below the lease duration. */
+  readonly renewDeadlineMs: number;
+  /** How often the leader renews and a standby retries. */
+  readonly retryPeriodMs: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+  /**
+   * Runs while this replica leads. `leading` aborts when leadership is lost or the program
+   * stops; the returned promise must settle only once every write has stopped, because the
+   * Lease is released (and a standby may start writing) right after.
+   */
+  readonly lead: (leading: AbortSignal) => Promise<void>;
+}
+
+type Attempt = 'held' | 'other-holder' | 'failed';
+
+/**
+ * Lease-based leader election, client-go style: only the holder of the Lease writes; the
+ * holder renews every retry period and steps down when it could not renew within the renew
+ * deadline; a standby takes over once the record has not changed for a lease duration, or at
+ * once when the holder released it on a graceful stop. Returns when `signal` aborts.
+ */
+export async function runLeaderElection(options: LeaderElectionOptions, signal: AbortSignal): Promise<void> {
+  const now = options.now ?? Date.now;
+  const log = options.logger.child({ lease: options.identity });
+  let observation: LeaseObservation = { record: undefined, observedAtMs: now() };
+  let current: LeaseRecord | undefined;
+
+  const attempt = async (): Promise<Attempt> => {
+    try {
+      const record = await options.port.read();
+      if (record?.resourceVersion !== observation.record?.resourceVersion) {
+        observation = { record, observedAtMs: now() };
+      }
+      const action = decideLeaseAction(observation, options.identity, options.leaseDurationSeconds, now());
+      if (action.kind === 'wait') return 'other-holder';
+      current = action.kind === 'create'
+        ? await options.port.create(action.spec)
+        : await options.port.replace(action.spec, action.expectedResourceVersion);
+      observation = { record: current, observedAtMs: now() };
+      return 'held';
+    } catch (error) {
+      if (!(error instanceof LeaseConflictError)) log.warn({ err: toError(error) }, 'lease request failed');
+      return 'failed';
+    }
+  };
+
+  while (!signal.aborted) {
+    if ((await attempt()) !== 'held') {
+      await delay(options.retryPeriodMs, signal);
+      continue;
+    }
+    log.info({ identity: options.identity }, 'became leader');
+    const leading = new AbortController();
+    const stop = (): void => { leading.abort(); };
+    signal.addEventListener('abort', stop, { once: true });
+    const work = options.lead(leading.signal)
+      .catch((error: unknown) => { log.error({ err: toError(error) }, 'leader work failed'); })
+      .finally(stop);
+    let lastRenewMs = now();
+    let stillHolder = true;
+    for (;;) {
+      await delay(options.retryPeriodMs, leading.signal);
+      if (leading.signal.aborted) break;
+      const result = await attempt();
+      if (result === 'held') lastRenewMs = now();
+      else if (result === 'other-holder' || now() - lastRenewMs > options.renewDeadlineMs) {
+        log.warn({ result }, 'lost leadership');
+        stillHolder = false;
+        stop();
+      }
+    }
+    signal.removeEventListener('abort', stop);
+    await work;
+    if (stillHolder) await release(options, current, now(), log);
+    log.info('stopped leading');
+  }
+}
+
+async function release(options: LeaderElectionOptions, record: LeaseRecord | undefined, nowMs: number, log: Logger): Promise<void> {
+  if (record === undefined) return;
+  try {
+    await options.port.replace(releasedLeaseSpec(record, nowMs), record.resourceVersion);
+  } catch (error) {
+    log.warn({ err: toError(error) }, 'could not release the lease; a standby takes over when it expires');
+  }
+}

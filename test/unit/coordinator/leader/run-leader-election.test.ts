@@ -1,0 +1,128 @@
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { delay } from '../../../../coordinator/delay.ts';
+import { InMemoryLeaseStore } from '../../../../coordinator/leader/in-memory-lease-port.ts';
+import type { LeasePort } from '../../../../coordinator/leader/lease-port.ts';
+import { runLeaderElection } from '../../../../coordinator/leader/run-leader-election.ts';
+import { DriverRolloutError } from '../../../../shared/errors.ts';
+
+const logger = pino({ level: 'silent' });
+
+interface Replica {
+  readonly name: string;
+  leading: boolean;
+  /** While true every Lease request fails, like a replica cut off from the API server. */
+  partitioned: boolean;
+  readonly stop: AbortController;
+  done: Promise<void>;
+}
+
+/** Every moment any two replicas lead at once, recorded by name. */
+const overlaps: string[] = [];
+const replicas: Replica[] = [];
+
+function startReplica(store: InMemoryLeaseStore, name: string): Replica {
+  const inner = store.port();
+  const stop = new AbortController();
+  const replica: Replica = { name, leading: false, partitioned: false, stop, done: Promise.resolve() };
+  const guard = <T>(call: () => Promise<T>): Promise<T> =>
+    replica.partitioned ? Promise.reject(new DriverRolloutError('partitioned')) : call();
+  const port: LeasePort = {
+    read: () => guard(() => inner.read()),
+    create: (spec) => guard(() => inner.create(spec)),
+    replace: (spec, rv) => guard(() => inner.replace(spec, rv)),
+  };
+  replica.done = runLeaderElection(
+    {
+      port,
+      identity: name,
+      leaseDurationSeconds: 1,
+      renewDeadlineMs: 600,
+      retryPeriodMs: 50,
+      logger,
+      lead: async (leading) => {
+        const other = replicas.find((r) => r !== replica && r.leading);
+        if (other !== undefined) overlaps.push(`${name} started while ${other.name} leads`);
+        replica.leading = true;
+        await new Promise((resolve) => {
+          leading.addEventListener('abort', resolve, { once: true });
+        });
+        replica.leading = false;
+      },
+    },
+    stop.signal,
+  );
+  replicas.push(replica);
+  return replica;
+}
+
+async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<number> {
+  const start = Date.now();
+  while (!predicate()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await delay(10);
+  }
+  return Date.now() - start;
+}
+
+afterEach(async () => {
+  for (const r of replicas) r.stop.abort();
+  await Promise.all(replicas.map((r) => r.done));
+  replicas.length = 0;
+  overlaps.length = 0;
+});
+
+describe('runLeaderElection (in-memory Lease with API-server concurrency rules)', () => {
+  it('elects exactly one of two replicas', async () => {
+    const store = new InMemoryLeaseStore();
+    const a = startReplica(store, 'a');
+    const b = startReplica(store, 'b');
+    await waitFor(() => a.leading || b.leading, 1_000);
+    await delay(300);
+    expect([a.leading, b.leading].filter(Boolean)).toHaveLength(1);
+    expect(store.record?.holderIdentity).toBe(a.leading ? 'a' : 'b');
+    expect(overlaps).toEqual([]);
+  });
+
+  it('hands over at the standby’s next try when the leader stops gracefully (Lease released)', async () => {
+    const store = new InMemoryLeaseStore();
+    const a = startReplica(store, 'a');
+    await waitFor(() => a.leading, 1_000);
+    const b = startReplica(store, 'b');
+    await delay(200);
+    a.stop.abort();
+    await a.done;
+    expect(a.leading).toBe(false);
+    const took = await waitFor(() => b.leading, 1_000);
+    expect(took).toBeLessThan(300);
+    expect(store.record?.leaseTransitions).toBe(1);
+    expect(overlaps).toEqual([]);
+  });
+
+  it('takes over within the lease duration when the leader is cut off, and the old leader stops first', async () => {
+    const store = new InMemoryLeaseStore();
+    const a = startReplica(store, 'a');
+    await waitFor(() => a.leading, 1_000);
+    const b = startReplica(store, 'b');
+    await delay(200);
+    a.partitioned = true;
+    // The cut-off leader gives up after its renew deadline (600 ms) ...
+    await waitFor(() => !a.leading, 1_000);
+    expect(b.leading).toBe(false);
+    // ... and the standby takes over once the record is a lease duration (1 s) old.
+    const took = await waitFor(() => b.leading, 1_500);
+    expect(took).toBeLessThan(1_000);
+    expect(overlaps).toEqual([]);
+  });
+
+  it('campaigns again after losing leadership', async () => {
+    const store = new InMemoryLeaseStore();
+    const a = startReplica(store, 'a');
+    await waitFor(() => a.leading, 1_000);
+    a.partitioned = true;
+    await waitFor(() => !a.leading, 1_000);
+    a.partitioned = false;
+    await waitFor(() => a.leading, 2_000);
+    expect(store.record?.holderIdentity).toBe('a');
+  });
+});
