@@ -1,0 +1,135 @@
+import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { toError } from '../../shared/errors.ts';
+import type { Logger } from '../../shared/logger.ts';
+
+/** A read-only, always-current copy of one kind of object, fed by a watch. */
+export interface ResourceCache<T> {
+  /** Every object, in no particular order. O(n): for snapshots, not per object. */
+  list(): Iterable<T>;
+  get(namespace: string, name: string): T | undefined;
+  /** Objects whose index key (see `indexBy`) equals `key`, e.g. the pods on one node. */
+  byIndex(key: string): Iterable<T>;
+  readonly size: number;
+}
+
+export interface ResourceInformer<T> extends ResourceCache<T> {
+  /** Resolves once the first list has been loaded. */
+  readonly synced: Promise<void>;
+  isSynced(): boolean;
+  stop(): Promise<void>;
+}
+
+export interface InformerOptions<T extends KubernetesObject> {
+  readonly kc: KubeConfig;
+  /** The watch path, e.g. `/api/v1/pods`. */
+  readonly path: string;
+  readonly list: () => Promise<KubernetesListObject<T>>;
+  readonly logger: Logger;
+  /** Called on every add, update and delete (after the cache changed). */
+  readonly onChange: () => void;
+  /** A secondary index key for `byIndex`, e.g. a pod's node name. */
+  readonly indexBy?: (object: T) => string | undefined;
+  readonly labelSelector?: string;
+  /** Restart backoff after an error; doubles up to `maxBackoffMs`. */
+  readonly minBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+}
+
+const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+
+/**
+ * client-node's ListWatch, plus what a controller needs from it: a secondary index kept up to
+ * date from the add/update/delete callbacks, and a restart after errors. ListWatch re-lists by
+ * itself on 410 Gone but stops for good on any other error (API server restarting, network,
+ * 5xx): this restarts it with exponential backoff, resuming from its last resourceVersion.
+ */
+export function startInformer<T extends KubernetesObject>(options: InformerOptions<T>): ResourceInformer<T> {
+  const log = options.logger.child({ informer: options.path });
+  const objects = new Map<string, T>();
+  const index = new Map<string, Map<string, T>>();
+  const indexKeys = new Map<string, string>();
+  const minBackoff = options.minBackoffMs ?? 200;
+  const maxBackoff = options.maxBackoffMs ?? 30_000;
+  let backoff = minBackoff;
+  let stopped = false;
+  let synced = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let markSynced: () => void = () => undefined;
+  const syncedPromise = new Promise<void>((resolve) => {
+    markSynced = resolve;
+  });
+
+  const unindex = (key: string): void => {
+    const old = indexKeys.get(key);
+    if (old === undefined) return;
+    index.get(old)?.delete(key);
+    if (index.get(old)?.size === 0) index.delete(old);
+    indexKeys.delete(key);
+  };
+  const upsert = (object: T): void => {
+    const key = keyOf(object);
+    objects.set(key, object);
+    unindex(key);
+    const indexKey = options.indexBy?.(object);
+    if (indexKey !== undefined) {
+      let bucket = index.get(indexKey);
+      if (bucket === undefined) index.set(indexKey, (bucket = new Map<string, T>()));
+      bucket.set(key, object);
+      indexKeys.set(key, indexKey);
+    }
+    options.onChange();
+  };
+  const remove = (object: T): void => {
+    const key = keyOf(object);
+    objects.delete(key);
+    unindex(key);
+    options.onChange();
+  };
+
+  const listWatch = new ListWatch<T>(options.path, new Watch(options.kc), options.list, false, options.labelSelector);
+  listWatch.on('add', upsert);
+  listWatch.on('update', upsert);
+  listWatch.on('delete', remove);
+  listWatch.on('connect', () => {
+    backoff = minBackoff;
+  });
+  listWatch.on('error', (error: unknown) => {
+    if (stopped) return;
+    log.warn({ err: toError(error), retryInMs: backoff }, 'watch failed; restarting');
+    restartTimer = setTimeout(start, backoff);
+    backoff = Math.min(backoff * 2, maxBackoff);
+  });
+
+  function start(): void {
+    if (stopped) return;
+    listWatch.start().then(
+      () => {
+        if (!synced && listWatch.latestResourceVersion() !== '') {
+          synced = true;
+          markSynced();
+          options.onChange();
+        }
+      },
+      (error: unknown) => {
+        log.warn({ err: toError(error) }, 'informer start failed');
+      },
+    );
+  }
+  start();
+
+  return {
+    list: () => objects.values(),
+    get: (namespace, name) => objects.get(`${namespace}/${name}`),
+    byIndex: (key) => index.get(key)?.values() ?? [],
+    get size() {
+      return objects.size;
+    },
+    synced: syncedPromise,
+    isSynced: () => synced,
+    async stop() {
+      stopped = true;
+      clearTimeout(restartTimer);
+      await listWatch.stop();
+    },
+  };
+}

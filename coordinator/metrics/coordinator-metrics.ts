@@ -1,0 +1,101 @@
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { UpgradeState } from '../../shared/keys.ts';
+
+/** How many nodes of one DriverRollout are where, in the GPU Operator's terms. */
+export interface RolloutNodeCounts {
+  /** cordon-required through uncordon-required. */
+  readonly inProgress: number;
+  readonly done: number;
+  readonly failed: number;
+  /** Nodes that may start an upgrade now (free slots, bounded by the nodes waiting). */
+  readonly available: number;
+  /** upgrade-required: waiting for a slot. */
+  readonly pending: number;
+}
+
+export interface RolloutLabels {
+  readonly namespace: string;
+  readonly rollout: string;
+  readonly driver: string;
+}
+
+const ROLLOUT_LABELS = ['namespace', 'rollout', 'driver'] as const;
+
+/**
+ * The coordinator's Prometheus metrics: the GPU Operator's upgrade gauges
+ * (`gpu_operator_nodes_upgrades_*`, `gpu_operator_driver_auto_upgrade_enabled`) under our
+ * prefix with one series per DriverRollout, plus histograms of how long a node's upgrade
+ * takes and how long nodes spend in each state.
+ */
+export class CoordinatorMetrics {
+  readonly registry = new Registry();
+  private readonly gauges: Readonly<Record<keyof RolloutNodeCounts, Gauge<(typeof ROLLOUT_LABELS)[number]>>>;
+  private readonly autoUpgrade: Gauge<(typeof ROLLOUT_LABELS)[number]>;
+  private readonly leader: Gauge;
+  private readonly upgradeSeconds: Histogram<'driver'>;
+  private readonly stateSeconds: Histogram<'driver' | 'state'>;
+  private readonly reconcileSeconds: Histogram;
+
+  constructor() {
+    const gauge = (name: string, help: string): Gauge<(typeof ROLLOUT_LABELS)[number]> =>
+      new Gauge({ name, help, labelNames: ROLLOUT_LABELS, registers: [this.registry] });
+    this.gauges = {
+      inProgress: gauge('driver_rollout_nodes_upgrades_in_progress', 'Nodes whose driver upgrade is under way (cordon-required to uncordon-required).'),
+      done: gauge('driver_rollout_nodes_upgrades_done', 'Nodes whose driver pod is current and that are back in service (upgrade-done).'),
+      failed: gauge('driver_rollout_nodes_upgrades_failed', 'Nodes whose driver upgrade failed (upgrade-failed).'),
+      available: gauge('driver_rollout_nodes_upgrades_available', 'Nodes that may start an upgrade now within the limits.'),
+      pending: gauge('driver_rollout_nodes_upgrades_pending', 'Nodes waiting to start an upgrade (upgrade-required).'),
+    };
+    this.autoUpgrade = gauge('driver_rollout_driver_auto_upgrade_enabled', '1 when upgradePolicy.autoUpgrade is true, else 0.');
+    this.leader = new Gauge({ name: 'driver_rollout_coordinator_is_leader', help: '1 while this replica holds the Lease.', registers: [this.registry] });
+    this.upgradeSeconds = new Histogram({
+      name: 'driver_rollout_node_upgrade_duration_seconds',
+      help: 'Time from a node leaving upgrade-required to reaching upgrade-done.',
+      labelNames: ['driver'],
+      buckets: [10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200],
+      registers: [this.registry],
+    });
+    this.stateSeconds = new Histogram({
+      name: 'driver_rollout_node_state_duration_seconds',
+      help: 'Time a node spent in one upgrade state before leaving it.',
+      labelNames: ['driver', 'state'],
+      buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+      registers: [this.registry],
+    });
+    this.reconcileSeconds = new Histogram({
+      name: 'driver_rollout_reconcile_duration_seconds',
+      help: 'Time of one reconcile pass (snapshot, plan, execute) over every DriverRollout.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [this.registry],
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  setRolloutCounts(labels: RolloutLabels, counts: RolloutNodeCounts, autoUpgrade: boolean): void {
+    for (const key of Object.keys(this.gauges) as (keyof RolloutNodeCounts)[]) {
+      this.gauges[key].set({ ...labels }, counts[key]);
+    }
+    this.autoUpgrade.set({ ...labels }, autoUpgrade ? 1 : 0);
+  }
+
+  /** Drops the series of a DriverRollout that no longer exists. */
+  forgetRollout(labels: RolloutLabels): void {
+    for (const g of [...Object.values(this.gauges), this.autoUpgrade]) g.remove({ ...labels });
+  }
+
+  observeStateLeft(driver: string, state: UpgradeState, seconds: number): void {
+    if (seconds >= 0) this.stateSeconds.observe({ driver, state }, seconds);
+  }
+
+  observeUpgradeDone(driver: string, seconds: number): void {
+    if (seconds >= 0) this.upgradeSeconds.observe({ driver }, seconds);
+  }
+
+  observeReconcile(seconds: number): void {
+    this.reconcileSeconds.observe(seconds);
+  }
+
+  setLeader(isLeader: boolean): void {
+    this.leader.set(isLeader ? 1 : 0);
+  }
+}
