@@ -1,0 +1,241 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureBinaries } from './ensure-binaries.ts';
+import { freePort } from './free-port.ts';
+import { generatePki, type Pki } from './generate-pki.ts';
+import { reapStaleRuns, WORK_DIR_PREFIX } from './reap-stale-runs.ts';
+import { logTail, startSupervised, type SupervisedProcess } from './supervised-process.ts';
+import { waitUntil } from './wait-until.ts';
+
+/**
+ * `api`: etcd + kube-apiserver (no controllers: objects only change when a test changes them).
+ * `full`: + kube-controller-manager, kube-scheduler and KWOK, which runs nodes annotated
+ * `kwok.x-k8s.io/node=fake` and the pods scheduled onto them.
+ */
+export type Profile = 'api' | 'full';
+
+export interface ControlPlane {
+  readonly profile: Profile;
+  readonly kubeconfigPath: string;
+  readonly workDir: string;
+  readonly binDir: string;
+  readonly server: string;
+  /** Admin credentials (group system:masters). */
+  kubeConfig(): KubeConfig;
+  /** Stops kube-apiserver and starts it again on the same port; resolves when it is ready. */
+  restartApiServer(): Promise<void>;
+  /** Kills every process of this control plane by PID and removes its work dir. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly profile: Profile;
+  /** Raise client QPS of the controllers for scale runs. */
+  readonly controllerQps?: number;
+}
+
+const SERVICE_CIDR = '10.96.0.0/16';
+
+export async function startControlPlane(options: StartOptions): Promise<ControlPlane> {
+  await reapStaleRuns();
+  const binDir = await ensureBinaries();
+  const workDir = await mkdtemp(join(tmpdir(), WORK_DIR_PREFIX));
+  await writeFile(join(workDir, 'owner'), String(process.pid));
+  const processes: SupervisedProcess[] = [];
+  const stop = async (): Promise<void> => {
+    for (const p of [...processes].reverse()) await p.stop();
+    await rm(workDir, { recursive: true, force: true });
+  };
+  try {
+    const pki = await generatePki(await mkdirp(join(workDir, 'pki')));
+    const etcdPort = await freePort();
+    const etcdPeerPort = await freePort();
+    const apiPort = await freePort();
+    const server = `https://127.0.0.1:${apiPort}`;
+    const kubeconfigPath = join(workDir, 'admin.kubeconfig');
+    await writeFile(kubeconfigPath, kubeconfigYaml(server, pki));
+
+    const etcd = startSupervised(workDir, 'etcd', join(binDir, 'etcd'), [
+      '--name=default',
+      `--data-dir=${join(workDir, 'etcd-data')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ]);
+    processes.push(etcd);
+    await waitHealthy(etcd, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok);
+
+    const apiArgs = [
+      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${join(workDir, 'apiserver-certs')}`,
+      `--tls-cert-file=${pki.serverCert}`,
+      `--tls-private-key-file=${pki.serverKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      '--authorization-mode=Node,RBAC',
+      '--allow-privileged=true',
+      '--profiling=false',
+      '--v=0',
+    ];
+    let apiserver = startSupervised(workDir, 'kube-apiserver', join(binDir, 'kube-apiserver'), apiArgs);
+    processes.push(apiserver);
+    const apiReady = async (): Promise<boolean> => (await httpsGet(`${server}/readyz`, pki)) === 200;
+    await waitHealthy(apiserver, apiReady, 90_000);
+
+    if (options.profile === 'full') {
+      const qps = String(options.controllerQps ?? 200);
+      processes.push(
+        startSupervised(workDir, 'kube-controller-manager', join(binDir, 'kube-controller-manager'), [
+          `--kubeconfig=${kubeconfigPath}`,
+          '--leader-elect=false',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${await freePort()}`,
+          `--service-account-private-key-file=${pki.serviceAccountKey}`,
+          `--root-ca-file=${pki.caCert}`,
+          `--service-cluster-ip-range=${SERVICE_CIDR}`,
+          '--allocate-node-cidrs=false',
+          '--use-service-account-credentials=false',
+          `--kube-api-qps=${qps}`,
+          `--kube-api-burst=${String(Number(qps) * 2)}`,
+          '--concurrent-daemonset-syncs=5',
+          '--v=0',
+        ]),
+        startSupervised(workDir, 'kube-scheduler', join(binDir, 'kube-scheduler'), [
+          `--kubeconfig=${kubeconfigPath}`,
+          `--authentication-kubeconfig=${kubeconfigPath}`,
+          `--authorization-kubeconfig=${kubeconfigPath}`,
+          '--leader-elect=false',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${await freePort()}`,
+          `--kube-api-qps=${qps}`,
+          `--kube-api-burst=${String(Number(qps) * 2)}`,
+          '--v=0',
+        ]),
+        startSupervised(workDir, 'kwok', join(binDir, 'kwok'), [
+          `--kubeconfig=${kubeconfigPath}`,
+          '--manage-all-nodes=false',
+          '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+          '--cidr=10.128.0.0/9',
+          '--node-lease-duration-seconds=40',
+          `--server-address=127.0.0.1:${await freePort()}`,
+          ...kwokStageFiles(binDir).map((f) => `--config=${f}`),
+        ]),
+      );
+      // The service-account controller creating `default` proves the controller manager runs.
+      const kc = loadAdmin(kubeconfigPath);
+      await waitUntil('kube-controller-manager to create the default service account', async () => {
+        for (const p of processes) {
+          if (!p.isRunning()) throw new Error(`${p.name} exited:\n${await logTail(p.logPath)}`);
+        }
+        const { CoreV1Api } = await import('@kubernetes/client-node');
+        await kc.makeApiClient(CoreV1Api).readNamespacedServiceAccount({ name: 'default', namespace: 'default' });
+        return true;
+      }, { timeoutMs: 60_000, intervalMs: 200 });
+    }
+
+    return {
+      profile: options.profile,
+      kubeconfigPath,
+      workDir,
+      binDir,
+      server,
+      kubeConfig: () => loadAdmin(kubeconfigPath),
+      restartApiServer: async () => {
+        await apiserver.stop();
+        const index = processes.indexOf(apiserver);
+        apiserver = startSupervised(workDir, 'kube-apiserver', join(binDir, 'kube-apiserver'), apiArgs);
+        processes.splice(index, 1, apiserver);
+        await waitHealthy(apiserver, apiReady, 90_000);
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** KWOK's stock node stages and pod deletion (from its module, cached beside the binary) plus our pod stages. */
+function kwokStageFiles(binDir: string): string[] {
+  const stock = join(binDir, 'kwok-stages');
+  return [
+    join(stock, 'node-initialize.yaml'),
+    join(stock, 'node-heartbeat-with-lease.yaml'),
+    join(stock, 'pod-delete.yaml'),
+    join(import.meta.dirname, 'kwok-pod-stages.yaml'),
+  ];
+}
+
+function loadAdmin(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
+
+async function mkdirp(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  return dir;
+}
+
+async function waitHealthy(p: SupervisedProcess, healthy: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  await waitUntil(`${p.name} to become healthy`, async () => {
+    if (!p.isRunning()) throw new Error(`${p.name} exited:\n${await logTail(p.logPath)}`);
+    return (await healthy()) ? true : undefined;
+  }, { timeoutMs, intervalMs: 100 }).catch(async (error: unknown) => {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n--- ${p.logPath}\n${await logTail(p.logPath)}`, { cause: error });
+  });
+}
+
+async function httpsGet(url: string, pki: Pki): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const req = request(url, {
+      ca: readFileSync(pki.caCert),
+      cert: readFileSync(pki.adminCert),
+      key: readFileSync(pki.adminKey),
+      timeout: 2_000,
+    }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function kubeconfigYaml(server: string, pki: Pki): string {
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: test-bed
+  cluster:
+    server: ${server}
+    certificate-authority: ${pki.caCert}
+users:
+- name: admin
+  user:
+    client-certificate: ${pki.adminCert}
+    client-key: ${pki.adminKey}
+contexts:
+- name: test-bed
+  context:
+    cluster: test-bed
+    user: admin
+    namespace: default
+current-context: test-bed
+`;
+}
