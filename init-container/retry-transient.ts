@@ -1,0 +1,34 @@
+import type { Logger } from '../shared/logger.ts';
+import { toError } from '../shared/errors.ts';
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.ts';
+import type { Clock } from './clock.ts';
+import { NodeAccessError } from './errors.ts';
+
+export interface RetryOptions {
+  readonly signal: AbortSignal;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** What is being attempted, for the log line ("mark node", "list node"). */
+  readonly what: string;
+  readonly backoff?: BackoffPolicy;
+  readonly random?: () => number;
+}
+
+/**
+ * Runs `attempt` until it succeeds. Transient failures (network, 5xx, 429, an API server that is
+ * restarting) are retried with backoff for as long as `signal` allows; a NodeAccessError
+ * (401/403/404/400/422) and an abort are thrown at once.
+ */
+export async function retryTransient<T>(attempt: () => Promise<T>, options: RetryOptions): Promise<T> {
+  const policy = options.backoff ?? DEFAULT_BACKOFF;
+  for (let failures = 0; ; failures += 1) {
+    try {
+      return await attempt();
+    } catch (thrown) {
+      if (thrown instanceof NodeAccessError || options.signal.aborted) throw thrown;
+      const delayMs = backoffDelay(failures, policy, options.random);
+      options.logger.warn({ err: toError(thrown), attempt: failures + 1, retryInMs: delayMs }, `${options.what} failed; retrying`);
+      await options.clock.sleep(delayMs, options.signal);
+    }
+  }
+}
