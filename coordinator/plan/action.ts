@@ -1,0 +1,214 @@
+/**
+ * What one planning pass decides, as data: per-node action lists, why nodes wait, when to wake
+ * up next, and the DriverRollout status.
+ *
+ * Executor contract (keeps the executor thin and idempotent):
+ * - `nodePlans` of different nodes are independent and may run concurrently.
+ * - The actions of one node run in order; on the first failure the rest of that node's list is
+ *   dropped (the next pass re-plans from what the cluster then shows). The planner orders every
+ *   list so that stopping after any action, or a crash there, leaves a state the next pass
+ *   continues safely from (e.g. the initial-state annotation is written before the cordon, the
+ *   state label is written before the node is uncordoned).
+ * - Consecutive node-object actions (setState, cordon, uncordon, setAnnotation,
+ *   removeAnnotation, clearSafeLoad) may be merged into one merge patch of the Node
+ *   (`nodePatchOf` in node-patch.ts); that is equivalent and atomic.
+ * - Every action is idempotent: setting a value that is already there, deleting or evicting a
+ *   pod that is gone (404) or whose UID differs (409 precondition) is success.
+ * - evictPod: HTTP 429 is not a failure of the node's list; report it back in the next snapshot
+ *   as `PodSnapshot.evictionBlocked` and carry on with the node's remaining actions.
+ * - Limits are computed conservatively: slots freed by this plan are not reused until a later
+ *   pass sees the change, so any subset of the plan executed in any order stays within limits.
+ */
+import type { UpgradeState } from '../../shared/keys.ts';
+import type { PodRef } from './snapshot.ts';
+
+export interface SetStateAction {
+  readonly kind: 'setState';
+  readonly node: string;
+  /** The state label key, e.g. `nvidia.com/gpu-driver-upgrade-state`. */
+  readonly labelKey: string;
+  readonly from: UpgradeState;
+  readonly to: UpgradeState;
+  /** When the node entered `from` (ms since epoch; from the state-start-time annotation), for the per-state histogram. */
+  readonly fromSince: number | null;
+  /** Set when `to` is upgrade-done: when this node's upgrade began (ms), for the per-node duration histogram. */
+  readonly upgradeStartedAt: number | null;
+}
+
+export interface CordonAction {
+  readonly kind: 'cordon';
+  readonly node: string;
+}
+
+export interface UncordonAction {
+  readonly kind: 'uncordon';
+  readonly node: string;
+}
+
+export interface SetAnnotationAction {
+  readonly kind: 'setAnnotation';
+  readonly node: string;
+  readonly key: string;
+  readonly value: string;
+}
+
+export interface RemoveAnnotationAction {
+  readonly kind: 'removeAnnotation';
+  readonly node: string;
+  readonly key: string;
+}
+
+/** Safe load: remove the wait-for-safe-load annotation so the driver pod's init container lets it load. */
+export interface ClearSafeLoadAction {
+  readonly kind: 'clearSafeLoad';
+  readonly node: string;
+  readonly key: string;
+}
+
+/** Delete a device pod (pod-deletion step); no PDB is consulted, as upstream. */
+export interface DeletePodAction {
+  readonly kind: 'deletePod';
+  readonly node: string;
+  readonly pod: PodRef;
+}
+
+/** Evict a pod through the Eviction API (drain step), which honours PodDisruptionBudgets. */
+export interface EvictPodAction {
+  readonly kind: 'evictPod';
+  readonly node: string;
+  readonly pod: PodRef;
+}
+
+/** Delete the out-of-date driver pod; its DaemonSet (updateStrategy OnDelete) recreates it at the new revision. */
+export interface DeleteDriverPodAction {
+  readonly kind: 'deleteDriverPod';
+  readonly node: string;
+  readonly pod: PodRef;
+}
+
+/** A Kubernetes Event on the Node, reason e.g. `GPUDriverUpgrade`. */
+export interface EmitEventAction {
+  readonly kind: 'emitEvent';
+  readonly node: string;
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly message: string;
+}
+
+export type NodeObjectAction =
+  | SetStateAction
+  | CordonAction
+  | UncordonAction
+  | SetAnnotationAction
+  | RemoveAnnotationAction
+  | ClearSafeLoadAction;
+
+export type NodeAction = NodeObjectAction | DeletePodAction | EvictPodAction | DeleteDriverPodAction | EmitEventAction;
+
+export interface NodePlan {
+  readonly node: string;
+  /** In execution order; see the executor contract above. */
+  readonly actions: readonly NodeAction[];
+}
+
+export type ReasonCode =
+  | 'paused'
+  | 'halted'
+  | 'skipped'
+  | 'pool-conflict'
+  | 'no-slot'
+  | 'no-driver-pod'
+  | 'revision-unknown'
+  | 'waiting-for-jobs'
+  | 'waiting-for-pod-deletion'
+  | 'pod-deletion-blocked'
+  | 'waiting-for-eviction'
+  | 'eviction-blocked'
+  | 'drain-blocked'
+  | 'waiting-for-driver-pod'
+  | 'waiting-for-validation'
+  | 'upgrade-failed';
+
+/** Why a node is not moving. */
+export interface NodeReason {
+  readonly node: string;
+  readonly state: UpgradeState;
+  readonly pool: string | null;
+  readonly code: ReasonCode;
+  /** Stable text, written to the node's reason annotation (changes only when the situation does). */
+  readonly message: string;
+  /** Live text with counts and elapsed time, e.g. "waiting for job pods: ns/a, ns/b (120s of 600s)", for status, logs and the CLI. */
+  readonly detail: string;
+}
+
+export type ConditionType = 'Progressing' | 'Complete' | 'Paused' | 'Halted' | 'InvalidSpec';
+
+/** lastTransitionTime and observedGeneration are added by the status writer, which knows the previous status. */
+export interface RolloutCondition {
+  readonly type: ConditionType;
+  readonly status: 'True' | 'False';
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface PoolStatus {
+  readonly name: string;
+  /** Managed nodes in the pool. */
+  readonly total: number;
+  /** Out of service now: cordoned, NotReady or upgrading. */
+  readonly unavailable: number;
+  /** maxUnavailable resolved against `total`. */
+  readonly maxUnavailable: number;
+  /** In cordon-required … uncordon-required. */
+  readonly inProgress: number;
+  /** 0 = unlimited. */
+  readonly maxParallelUpgrades: number;
+  readonly done: number;
+  readonly failed: number;
+  readonly pending: number;
+}
+
+export interface NodeCounts {
+  readonly total: number;
+  /** In upgrade-done with a current driver pod. */
+  readonly done: number;
+  readonly failed: number;
+  /** In cordon-required … uncordon-required. */
+  readonly inProgress: number;
+  /** In upgrade-required (waiting to start). */
+  readonly pending: number;
+  /** How many more nodes could start now (free slots, summed over pools); 0 while paused or halted. */
+  readonly available: number;
+}
+
+/** The DriverRollout `.status` (see manifests/driverrollout-crd.yaml), less what the status writer adds. */
+export interface RolloutStatus {
+  readonly observedGeneration: number;
+  readonly driverName: string;
+  /** "done/total", for the printer column. */
+  readonly progress: string;
+  readonly paused: boolean;
+  readonly halted: boolean;
+  readonly nodes: NodeCounts;
+  /** Nodes per state label value. */
+  readonly states: Readonly<Record<UpgradeState, number>>;
+  readonly pools: readonly PoolStatus[];
+  readonly conditions: readonly RolloutCondition[];
+  /** Up to MAX_WAITING_IN_STATUS waiting nodes, node-specific reasons first, then by name. */
+  readonly waiting: readonly { readonly node: string; readonly state: UpgradeState; readonly reason: string }[];
+}
+
+export const MAX_WAITING_IN_STATUS = 50;
+
+export interface Plan {
+  /** Only nodes with at least one action. */
+  readonly nodePlans: readonly NodePlan[];
+  /** Every managed node that is not moving in this pass and why. */
+  readonly reasons: readonly NodeReason[];
+  /**
+   * Earliest time (ms since epoch) at which a pass could decide something new without any change
+   * in the cluster (a timeout, an eviction retry); null when only a change can. Schedule a timer.
+   */
+  readonly nextWakeAt: number | null;
+  readonly status: RolloutStatus;
+}

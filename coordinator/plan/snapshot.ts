@@ -1,0 +1,109 @@
+/**
+ * The plain-data view of the cluster that the planner reads: one DriverRollout's managed nodes,
+ * the pods on them, the driver DaemonSets' newest revisions and the PodDisruptionBudgets.
+ *
+ * Built by the shell from informer caches, with no API call; nothing here is a live object.
+ * Contract for the builder:
+ * - `nodes`: every node that has a driver pod of this rollout, or carries this driver's state
+ *   label (any value but `unknown`), or its wait-for-safe-load annotation. A node in no pool and
+ *   in two pools alike is included; the planner sorts pools out.
+ * - `NodeSnapshot.pods`: every pod bound to the node (`spec.nodeName`), any namespace and phase,
+ *   except the driver pods, which are in `driverPods`. Index pods by node once, in the informer
+ *   handlers; do not filter by policy: the planner does that.
+ * - The snapshot must include the effects of every write the shell made in earlier passes (wait
+ *   until the informers have seen them, or overlay them with `applyPlan`); otherwise a pass
+ *   could count a node it started a moment ago as not started and exceed a limit.
+ */
+import type { Selector } from '../policy/label-selector.ts';
+
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
+export interface PodRef {
+  readonly namespace: string;
+  readonly name: string;
+  /** Sent as a precondition on delete/evict so a pod recreated with the same name is left alone. */
+  readonly uid: string;
+}
+
+export interface PodSnapshot extends PodRef {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly phase: PodPhase;
+  /** The pod's Ready condition is True. */
+  readonly ready: boolean;
+  /** `metadata.deletionTimestamp` is set. */
+  readonly deleting: boolean;
+  /** Kind of the controller owner reference (`ReplicaSet`, `Job`, `DaemonSet`, ...); null when no controller. */
+  readonly controllerKind: string | null;
+  /** A static pod's mirror (annotation `kubernetes.io/config.mirror`): the API cannot remove it. */
+  readonly mirror: boolean;
+  /** Has an emptyDir volume (its data is lost on eviction). */
+  readonly usesEmptyDir: boolean;
+  /** Every resource name in `requests` or `limits` of any container or init container. */
+  readonly resourceNames: readonly string[];
+  /**
+   * The last eviction of this pod was refused (HTTP 429, e.g. a PDB): when (ms since epoch) and
+   * the API's message. Reported by the executor and kept in the shell's memory only; after a
+   * restart it is absent and the eviction is simply tried again.
+   */
+  readonly evictionBlocked?: { readonly at: number; readonly message: string } | undefined;
+}
+
+export interface DriverPodSnapshot extends PodRef {
+  /** Name of the owning DaemonSet (in the rollout's namespace). */
+  readonly daemonSet: string;
+  /** The pod's `controller-revision-hash` label; null when missing. */
+  readonly revisionHash: string | null;
+  readonly phase: PodPhase;
+  readonly ready: boolean;
+  /** Highest restartCount over the pod's containers. */
+  readonly restartCount: number;
+  readonly deleting: boolean;
+}
+
+export interface DaemonSetSnapshot {
+  readonly namespace: string;
+  readonly name: string;
+  /**
+   * `controller-revision-hash` of the DaemonSet's newest ControllerRevision (highest `revision`
+   * among those it owns); null when none is known yet (then no pod of it is judged out of date).
+   */
+  readonly updatedRevisionHash: string | null;
+}
+
+export interface PdbSnapshot {
+  readonly namespace: string;
+  readonly name: string;
+  /** policy/v1: an empty selector selects every pod of the namespace; null (no selector) selects none. */
+  readonly selector: Selector | null;
+  /** `status.disruptionsAllowed`. */
+  readonly disruptionsAllowed: number;
+}
+
+export interface NodeSnapshot {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  /** `spec.unschedulable` (cordoned). */
+  readonly unschedulable: boolean;
+  /** The node's Ready condition is True. */
+  readonly ready: boolean;
+  /** Pods of the rollout's driver DaemonSet(s) on this node, terminating ones included. */
+  readonly driverPods: readonly DriverPodSnapshot[];
+  /** Every other pod bound to the node. */
+  readonly pods: readonly PodSnapshot[];
+}
+
+export interface RolloutRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly generation: number;
+}
+
+export interface ClusterSnapshot {
+  readonly rollout: RolloutRef;
+  readonly nodes: readonly NodeSnapshot[];
+  /** The driver DaemonSets the rollout's selector picks, in its namespace. */
+  readonly daemonSets: readonly DaemonSetSnapshot[];
+  /** Every PodDisruptionBudget in the cluster (the planner indexes them by namespace). */
+  readonly pdbs: readonly PdbSnapshot[];
+}

@@ -1,0 +1,320 @@
+/**
+ * The DriverRollout custom resource (driverrollout.io/v1alpha1): its spec schema, defaults and
+ * the normalised policy the planner reads.
+ *
+ * Field names and defaults follow the GPU Operator's `driver.upgradePolicy` so existing
+ * configuration carries over; `podDeletion` is the GPU Operator's `gpuPodDeletion` generalised
+ * to any device (resource-name prefixes). The same rules are written a second time as OpenAPI +
+ * CEL in manifests/driverrollout-crd.yaml; test/unit/coordinator/policy checks that both agree.
+ *
+ * Semantics that differ from upstream on purpose are documented on the fields below.
+ */
+import { z } from 'zod';
+import type { ConfigProblem } from '../../shared/errors.ts';
+import { DEFAULT_KEY_DOMAIN, driverKeys, type DriverKeys } from '../../shared/keys.ts';
+import {
+  compileLabelSelector,
+  isLabelKey,
+  parseLabelSelector,
+  type Selector,
+  type SelectorResult,
+} from './label-selector.ts';
+
+export const DRIVER_ROLLOUT_GROUP = 'driverrollout.io';
+export const DRIVER_ROLLOUT_VERSION = 'v1alpha1';
+export const DRIVER_ROLLOUT_KIND = 'DriverRollout';
+export const DRIVER_ROLLOUT_PLURAL = 'driverrollouts';
+export const DRIVER_ROLLOUT_API_VERSION = `${DRIVER_ROLLOUT_GROUP}/${DRIVER_ROLLOUT_VERSION}`;
+
+/** The implicit pool of nodes that match no pool's nodeSelector; a user pool may not take this name. */
+export const DEFAULT_POOL_NAME = 'default';
+
+/** Longest driver name for which every key in shared/keys.ts stays a valid label key (name part <= 63). */
+export const MAX_DRIVER_NAME_LENGTH = 13;
+
+export const DRIVER_NAME_PATTERN = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+export const DNS_SUBDOMAIN_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export const POOL_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** `maxUnavailable` as a string: a whole percentage from 0% to 100%. */
+export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
+
+export const DEFAULT_DEVICE_RESOURCE_PREFIXES: readonly string[] = ['nvidia.com/gpu', 'nvidia.com/mig-'];
+
+const labelSelectorSchema = z.object({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z
+    .array(
+      z.object({
+        key: z.string().min(1),
+        operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+        values: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
+}).superRefine((selector, ctx) => {
+  const compiled = compileLabelSelector(selector);
+  if (!compiled.ok) ctx.addIssue({ code: 'custom', message: compiled.message });
+});
+
+/** A label selector in string form (`app=web,tier!=db`), as the GPU Operator writes pod selectors. */
+const selectorString = z.string().superRefine((text, ctx) => {
+  const parsed = parseLabelSelector(text);
+  if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.message });
+});
+
+const timeoutSeconds = (defaultValue: number) => z.int().min(0).default(defaultValue);
+const intOrPercent = z.union([z.int().min(0), z.string().regex(PERCENT_PATTERN, 'must be a whole percentage like "25%" (0% to 100%)')], {
+  error: 'must be an integer >= 0 or a percentage like "25%"',
+});
+
+const poolSchema = z.object({
+  name: z
+    .string()
+    .max(63)
+    .regex(POOL_NAME_PATTERN, 'must be a DNS label (lower-case letters, digits, "-")')
+    .refine((n) => n !== DEFAULT_POOL_NAME, `"${DEFAULT_POOL_NAME}" is the implicit pool of nodes in no pool`),
+  nodeSelector: labelSelectorSchema,
+  /** Defaults to the top-level upgradePolicy.maxUnavailable, applied to this pool's node count. */
+  maxUnavailable: intOrPercent.optional(),
+  /** Defaults to the top-level upgradePolicy.maxParallelUpgrades. 0 = unlimited. */
+  maxParallelUpgrades: z.int().min(0).optional(),
+});
+
+const upgradePolicySchema = z.object({
+  /** false pauses the rollout: no node starts an upgrade; nodes already started finish. */
+  autoUpgrade: z.boolean().default(true),
+  /** Nodes upgrading at once per pool; 0 = unlimited. */
+  maxParallelUpgrades: z.int().min(0).default(1),
+  /** Per pool: int, or percent of the pool's managed nodes rounded up. Cordoned or NotReady nodes count. */
+  maxUnavailable: intOrPercent.default('25%'),
+  waitForCompletion: z
+    .object({
+      /** Pods to wait for; "" waits on none (the state is passed through). */
+      podSelector: selectorString.default(''),
+      /** 0 waits forever; on timeout the upgrade moves on to pod deletion (as upstream). */
+      timeoutSeconds: timeoutSeconds(0),
+    })
+    .prefault({}),
+  /**
+   * Deletion of the pods that use the device. Absent: the step is skipped and the node goes to
+   * drain-required. Present: device pods are deleted; on success drain is skipped; when they
+   * cannot be deleted (unmanaged without `force`, emptyDir without `deleteEmptyDir`, timeout) the
+   * node goes to drain-required if drain is enabled, else to upgrade-failed.
+   */
+  podDeletion: z
+    .object({
+      force: z.boolean().default(false),
+      /** 0 waits forever for deleted pods to go away. */
+      timeoutSeconds: timeoutSeconds(300),
+      deleteEmptyDir: z.boolean().default(false),
+      /** A pod uses the device when a container requests or limits a resource whose name starts with one of these. */
+      resourcePrefixes: z.array(z.string().min(1)).default([...DEFAULT_DEVICE_RESOURCE_PREFIXES]),
+      /** Pods matching this selector also count as device pods (e.g. RDMA pods that request nothing). */
+      podSelector: selectorString.optional(),
+    })
+    .optional(),
+  drain: z
+    .object({
+      enable: z.boolean().default(false),
+      /** Evict pods that no controller manages. */
+      force: z.boolean().default(false),
+      /** Pods to evict; "" evicts all (except DaemonSet, mirror and drain-skip pods). */
+      podSelector: selectorString.default(''),
+      /** 0 waits forever; on timeout the node goes to upgrade-failed. */
+      timeoutSeconds: timeoutSeconds(300),
+      deleteEmptyDir: z.boolean().default(false),
+    })
+    .prefault({}),
+  validation: z
+    .object({
+      /** Validator pods on the node that must be Ready; "" skips validation. */
+      podSelector: selectorString.default(''),
+      /** 0 waits forever; on timeout the node goes to upgrade-failed. Upstream hard-codes 600 s. */
+      timeoutSeconds: timeoutSeconds(600),
+    })
+    .prefault({}),
+});
+
+export const driverRolloutSpecSchema = z.object({
+  driverName: z
+    .string()
+    .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
+    .regex(DRIVER_NAME_PATTERN, 'must be a DNS label starting with a letter (e.g. "gpu", "ofed")'),
+  keyDomain: z.string().max(253).regex(DNS_SUBDOMAIN_PATTERN, 'must be a DNS subdomain').default(DEFAULT_KEY_DOMAIN),
+  /** Selects the driver DaemonSet(s) in the DriverRollout's namespace; must not be empty. */
+  selector: labelSelectorSchema.refine(
+    (s) => Object.keys(s.matchLabels ?? {}).length + (s.matchExpressions ?? []).length > 0,
+    'must select the driver DaemonSet(s): an empty selector would select every DaemonSet',
+  ),
+  upgradePolicy: upgradePolicySchema.prefault({}),
+  /** Upgrade failures (nodes in upgrade-failed, all pools) at which the rollout halts. Absent: never halts. */
+  maxFailedNodes: z.int().min(1).optional(),
+  /** Node label ordering nodes: lower numbers first, then other values in string order, unlabelled last. */
+  priorityLabel: z.string().refine(isLabelKey, 'must be a label key').optional(),
+  pools: z
+    .array(poolSchema)
+    .default([])
+    .superRefine((pools, ctx) => {
+      const seen = new Set<string>();
+      for (const [i, p] of pools.entries()) {
+        if (seen.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate pool name "${p.name}"` });
+        seen.add(p.name);
+      }
+    }),
+});
+
+/** The spec as written, with defaults applied. */
+export type DriverRolloutSpec = z.output<typeof driverRolloutSpecSchema>;
+/** The spec as a user may write it (defaulted fields optional). */
+export type DriverRolloutSpecInput = z.input<typeof driverRolloutSpecSchema>;
+
+export type IntOrPercent = { readonly kind: 'count'; readonly value: number } | { readonly kind: 'percent'; readonly value: number };
+
+export interface PoolPolicy {
+  readonly name: string;
+  /** null for the default pool (nodes in no other pool). */
+  readonly nodeSelector: Selector | null;
+  readonly maxUnavailable: IntOrPercent;
+  /** 0 = unlimited. */
+  readonly maxParallelUpgrades: number;
+}
+
+/** What identifies a device pod: used by pod deletion and by the idle-first ordering. */
+export interface DevicePodPolicy {
+  readonly resourcePrefixes: readonly string[];
+  readonly podSelector: Selector | null;
+}
+
+/** The normalised policy: defaults applied, selectors compiled. Everything the planner reads. */
+export interface DriverRolloutPolicy {
+  readonly spec: DriverRolloutSpec;
+  readonly driverName: string;
+  readonly keyDomain: string;
+  readonly keys: DriverKeys;
+  /** Event reason, e.g. `GPUDriverUpgrade`. */
+  readonly eventReason: string;
+  readonly daemonSetSelector: Selector;
+  readonly autoUpgrade: boolean;
+  readonly waitForCompletion: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
+  readonly podDeletion: {
+    readonly force: boolean;
+    readonly timeoutSeconds: number;
+    readonly deleteEmptyDir: boolean;
+  } | null;
+  readonly devicePods: DevicePodPolicy;
+  readonly drain: {
+    readonly enable: boolean;
+    readonly force: boolean;
+    readonly podSelector: Selector;
+    readonly timeoutSeconds: number;
+    readonly deleteEmptyDir: boolean;
+  };
+  readonly validation: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
+  /** null: never halts. */
+  readonly maxFailedNodes: number | null;
+  readonly priorityLabel: string | null;
+  /** User pools in spec order; a node matching two of them is left alone. */
+  readonly pools: readonly PoolPolicy[];
+  /** Nodes matching no user pool; limits from the top-level upgradePolicy. */
+  readonly defaultPool: PoolPolicy;
+}
+
+export type ParseResult =
+  | { readonly ok: true; readonly policy: DriverRolloutPolicy }
+  | { readonly ok: false; readonly problems: readonly ConfigProblem[] };
+
+/**
+ * Validates a DriverRollout's `spec` and returns the normalised policy, or every problem at once
+ * with its field path (`spec.upgradePolicy.maxUnavailable`, `spec.pools[1].name`).
+ */
+export function parseDriverRolloutSpec(spec: unknown): ParseResult {
+  const parsed = driverRolloutSpecSchema.safeParse(spec);
+  if (!parsed.success) {
+    return { ok: false, problems: parsed.error.issues.map((i) => ({ path: fieldPath(['spec', ...i.path]), message: i.message })) };
+  }
+  return compilePolicy(parsed.data);
+}
+
+function compilePolicy(spec: DriverRolloutSpec): ParseResult {
+  const problems: ConfigProblem[] = [];
+  const compile = (path: string, result: SelectorResult): Selector => {
+    if (result.ok) return result.selector;
+    problems.push({ path, message: result.message });
+    return { requirements: [], text: '' };
+  };
+  const optionalSelector = (path: string, text: string | undefined): Selector | null =>
+    text === undefined || text.trim() === '' ? null : compile(path, parseLabelSelector(text));
+
+  const up = spec.upgradePolicy;
+  const keys = driverKeys(spec.driverName, spec.keyDomain);
+  for (const [name, key] of Object.entries(keys) as [string, string][]) {
+    if (name !== 'domain' && name !== 'driver' && !isLabelKey(key)) {
+      problems.push({ path: 'spec.driverName', message: `makes the key "${key}" longer than a label key may be` });
+      break;
+    }
+  }
+  const daemonSetSelector = compile('spec.selector', compileLabelSelector(spec.selector));
+  const topMaxUnavailable = toIntOrPercent(up.maxUnavailable);
+  const pools = spec.pools.map(
+    (p, i): PoolPolicy => ({
+      name: p.name,
+      nodeSelector: compile(`spec.pools[${i}].nodeSelector`, compileLabelSelector(p.nodeSelector)),
+      maxUnavailable: p.maxUnavailable === undefined ? topMaxUnavailable : toIntOrPercent(p.maxUnavailable),
+      maxParallelUpgrades: p.maxParallelUpgrades ?? up.maxParallelUpgrades,
+    }),
+  );
+  const pd = up.podDeletion;
+  const policy: DriverRolloutPolicy = {
+    spec,
+    driverName: spec.driverName,
+    keyDomain: spec.keyDomain,
+    keys,
+    eventReason: `${spec.driverName.toUpperCase()}DriverUpgrade`,
+    daemonSetSelector,
+    autoUpgrade: up.autoUpgrade,
+    waitForCompletion: {
+      podSelector: optionalSelector('spec.upgradePolicy.waitForCompletion.podSelector', up.waitForCompletion.podSelector),
+      timeoutSeconds: up.waitForCompletion.timeoutSeconds,
+    },
+    podDeletion: pd === undefined ? null : { force: pd.force, timeoutSeconds: pd.timeoutSeconds, deleteEmptyDir: pd.deleteEmptyDir },
+    devicePods: {
+      resourcePrefixes: pd?.resourcePrefixes ?? DEFAULT_DEVICE_RESOURCE_PREFIXES,
+      podSelector: optionalSelector('spec.upgradePolicy.podDeletion.podSelector', pd?.podSelector),
+    },
+    drain: {
+      enable: up.drain.enable,
+      force: up.drain.force,
+      podSelector: compile('spec.upgradePolicy.drain.podSelector', parseLabelSelector(up.drain.podSelector)),
+      timeoutSeconds: up.drain.timeoutSeconds,
+      deleteEmptyDir: up.drain.deleteEmptyDir,
+    },
+    validation: {
+      podSelector: optionalSelector('spec.upgradePolicy.validation.podSelector', up.validation.podSelector),
+      timeoutSeconds: up.validation.timeoutSeconds,
+    },
+    maxFailedNodes: spec.maxFailedNodes ?? null,
+    priorityLabel: spec.priorityLabel ?? null,
+    pools,
+    defaultPool: {
+      name: DEFAULT_POOL_NAME,
+      nodeSelector: null,
+      maxUnavailable: topMaxUnavailable,
+      maxParallelUpgrades: up.maxParallelUpgrades,
+    },
+  };
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, policy };
+}
+
+function toIntOrPercent(value: number | string): IntOrPercent {
+  return typeof value === 'number' ? { kind: 'count', value } : { kind: 'percent', value: Number(value.slice(0, -1)) };
+}
+
+/** `['spec', 'pools', 1, 'name']` → `spec.pools[1].name`. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
