@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
+import { SummaryLineReporter } from './test/reporters/summary-line-reporter.ts';
 
 // One `vitest run` runs every project: unit tests need nothing; integration tests get a real
 // control plane from test/bed/global-setup.ts; kernel tests boot a real Linux kernel under QEMU.
 export const config = defineConfig({
   test: {
+    reporters: ['default', new SummaryLineReporter()],
     projects: [
       {
         test: {

@@ -46,6 +46,7 @@ if [ -f "$bin/.complete" ] && command -v go >/dev/null; then
   if is_complete; then log "warm cache (stages refreshed): $bin"; echo "$bin"; exit 0; fi
 fi
 
+[ -x /usr/local/go/bin/go ] && PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || { log "go is not installed; the test bed builds Kubernetes from Go modules"; exit 1; }
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 mkdir -p "$bin" "$work"

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * A test-bed component (etcd, kube-apiserver, ...) running under supervise.sh in its own
@@ -43,14 +42,12 @@ export function startSupervised(workDir: string, name: string, command: string, 
     logPath,
     exited,
     isRunning: () => running,
+    // Test-bed state is throw-away: no graceful shutdown, the whole process group is killed.
     stop: async () => {
       if (!running) return;
-      killGroup(pid, 'SIGTERM');
-      const ended = await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)]);
-      if (!ended) {
-        killGroup(pid, 'SIGKILL');
-        await exited;
-      }
+      child.ref(); // keep the event loop alive until the exit is seen
+      killGroup(pid, 'SIGKILL');
+      await exited;
     },
   };
 }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the demo need, if any is missing:
+#   linux-headers-amd64  kernel headers the agent's kbuild compiles against
+#   linux-image-amd64    the matching kernel the real-kernel tests boot under QEMU
+#   kmod                 depmod/modprobe/modinfo
+#   qemu-system-x86      QEMU for the real-kernel tests
+#   busybox-static       the guest's initramfs userland
+#   openssl              the test bed's PKI
+# Go (for building the control plane) must already be on PATH; this script checks it.
+set -euo pipefail
+
+packages=(linux-headers-amd64 linux-image-amd64 kmod qemu-system-x86 busybox-static openssl make gcc)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] installing Debian packages: ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then SUDO=sudo; else
+      echo "[setup] not root and no sudo: install these packages first: ${missing[*]}" >&2; exit 1
+    fi
+  else SUDO=; fi
+  $SUDO apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+if ! command -v go >/dev/null; then
+  if [ -x /usr/local/go/bin/go ]; then
+    echo "[setup] note: go is at /usr/local/go/bin but not on PATH; test/bed/build-binaries.sh adds it" >&2
+  else
+    echo "[setup] Go 1.26 is needed to build the test bed's control plane from Go modules (https://go.dev/doc/install)" >&2
+    exit 1
+  fi
+fi
