@@ -1,0 +1,29 @@
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import { KernelHeadersMissingError } from './build-errors.ts';
+
+/**
+ * Where kbuild trees are looked for, in order: the `build` link that the kernel's package
+ * installs next to its modules, then Debian's headers directory (the link dangles when only
+ * the image package is installed, or when /lib/modules is the container's own).
+ */
+export function defaultHeadersDirs(kernelVersion: string): string[] {
+  return [`/lib/modules/${kernelVersion}/build`, `/usr/src/linux-headers-${kernelVersion}`];
+}
+
+/** The first candidate that is a kbuild tree (has a Makefile and .config), or KernelHeadersMissingError. */
+export async function findKernelHeaders(kernelVersion: string, candidates: readonly string[]): Promise<string> {
+  for (const dir of candidates) {
+    if ((await exists(join(dir, 'Makefile'))) && (await exists(join(dir, '.config')))) return dir;
+  }
+  throw new KernelHeadersMissingError(kernelVersion, candidates);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
