@@ -1,0 +1,80 @@
+#!/bin/busybox sh
+# PID 1 of the kernel-test guest (see boot-guest.ts for the host side).
+#
+# Boots into the HOST's own root file system: the host's / is shared read-only over 9p and put
+# under an overlay with a tmpfs upper layer, so the guest runs the host's Node, kmod and project
+# sources at their usual paths while everything it writes (depmod output, /etc/modprobe.d, ...)
+# stays in guest memory. The host's work dir (dr.work= on the kernel command line) is shared
+# read-write at the same path: commands arrive there and their results go back.
+#
+# Protocol, in <work>/commands: the host writes N.sh (atomically, by rename) for N = 1, 2, ...;
+# the guest runs it with sh inside the chroot, stdout to N.out, stderr to N.err, then writes
+# the exit code to N.rc (by rename). A file named "poweroff" ends the guest, and so does
+# dr.idle= seconds without a command (a backstop should the host side die without killing us).
+# Console markers: DR-GUEST-READY when commands are accepted, DR-GUEST-FAILED: <why> otherwise.
+
+/bin/busybox --install -s /bin
+export PATH=/bin
+
+fail() {
+  echo "DR-GUEST-FAILED: $*"
+  poweroff -f
+}
+
+mount -t proc proc /proc || fail "mount /proc"
+mount -t sysfs sysfs /sys || fail "mount /sys"
+mount -t devtmpfs devtmpfs /dev || fail "mount /dev"
+
+for m in $(cat /lib/modules/order); do
+  insmod "/lib/modules/$m.ko" || fail "insmod $m"
+done
+
+work=
+idle=120
+for arg in $(cat /proc/cmdline); do
+  case "$arg" in
+    dr.work=*) work="${arg#dr.work=}" ;;
+    dr.idle=*) idle="${arg#dr.idle=}" ;;
+  esac
+done
+[ -n "$work" ] || fail "no dr.work= on the kernel command line"
+
+# msize: 6.1 defaults to 8 KiB messages, which makes reading node_modules very slow.
+# cache=loose on the read-only host share: the host does not change what the guest reads from it.
+p9=trans=virtio,version=9p2000.L,msize=512000
+mount -t 9p -o "$p9,ro,cache=loose" host /host || fail "mount the host share"
+mount -t tmpfs -o mode=0755 tmpfs /rw || fail "mount the overlay's tmpfs"
+mkdir /rw/upper /rw/work
+mount -t overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work overlay /newroot || fail "mount the overlay root"
+mount -t proc proc /newroot/proc || fail "mount /proc in the root"
+mount -t sysfs sysfs /newroot/sys || fail "mount /sys in the root"
+mount -t devtmpfs devtmpfs /newroot/dev || fail "mount /dev in the root"
+mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || fail "mount /tmp"
+mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "mount /run"
+mkdir -p "/newroot$work" && mount -t 9p -o "$p9" work "/newroot$work" || fail "mount the work share at $work"
+
+commands="/newroot$work/commands"
+[ -d "$commands" ] || fail "$work/commands does not exist"
+echo "DR-GUEST-READY $(uname -r)"
+
+n=1
+ticks=0
+while :; do
+  if [ -f "$commands/$n.sh" ]; then
+    env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      chroot /newroot /bin/sh "$work/commands/$n.sh" >"$commands/$n.out" 2>"$commands/$n.err" </dev/null
+    echo $? >"$commands/$n.rc.tmp" && mv "$commands/$n.rc.tmp" "$commands/$n.rc"
+    n=$((n + 1))
+    ticks=0
+  elif [ -f "$commands/poweroff" ]; then
+    break
+  elif [ "$ticks" -ge $((idle * 20)) ]; then
+    echo "DR-GUEST-IDLE: no command for ${idle}s, powering off"
+    break
+  else
+    sleep 0.05
+    ticks=$((ticks + 1))
+  fi
+done
+sync
+poweroff -f
