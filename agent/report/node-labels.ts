@@ -1,0 +1,54 @@
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { DriverKeys } from '../../shared/keys.ts';
+import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import type { DriverState } from './driver-state.ts';
+
+/** Label changes for a JSON merge patch: a string sets the label, null removes it. */
+export type LabelPatch = Readonly<Record<string, string | null>>;
+
+/**
+ * Pure: the node labels that say what this driver does on the node, so that
+ * `kubectl get nodes -L <domain>/<driver>.present,<domain>/<driver>-driver.version` answers
+ * "which nodes run which driver". Keys absent from the result are left as they are:
+ * - before detection nothing is known, so nothing is written;
+ * - a node without devices loses every label (selectors like `-l nvidia.com/gpu.present` skip it);
+ * - the version label names what was verified loaded, and stays while a later reload is attempted.
+ */
+export function nodeLabelsFor(keys: DriverKeys, state: DriverState): LabelPatch {
+  if (state.phase === 'NoDevice') {
+    return { [keys.devicePresent]: null, [keys.deviceCount]: null, [keys.driverVersion]: null, [keys.driverReady]: null };
+  }
+  if (state.deviceCount === undefined) return {};
+  const labels: Record<string, string | null> = {
+    [keys.devicePresent]: 'true',
+    [keys.deviceCount]: String(state.deviceCount),
+    [keys.driverReady]: state.phase === 'Loaded' ? 'true' : 'false',
+  };
+  if (state.phase === 'Loaded' && state.driverVersion !== undefined) {
+    labels[keys.driverVersion] = toLabelValue(state.driverVersion);
+  }
+  return labels;
+}
+
+/**
+ * Label values: at most 63 characters of `[A-Za-z0-9._-]`, starting and ending alphanumeric.
+ * Driver versions (`570.86.15`, `24.10-1.1.4.0`) already are; anything else is made to fit.
+ */
+export function toLabelValue(text: string): string {
+  return text
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .slice(0, 63)
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .replace(/[^A-Za-z0-9]+$/, '');
+}
+
+/** Writes label patches on the node; identical consecutive patches are not sent again. */
+export function createNodeLabelWriter(core: CoreV1Api, nodeName: string) {
+  let lastSent = '';
+  return async (labels: LabelPatch): Promise<void> => {
+    const key = JSON.stringify(labels);
+    if (Object.keys(labels).length === 0 || key === lastSent) return;
+    await core.patchNode({ name: nodeName, body: { metadata: { labels } } }, MERGE_PATCH);
+    lastSent = key;
+  };
+}
