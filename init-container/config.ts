@@ -88,11 +88,13 @@ const schema = z
     if (c.safeLoadAnnotation === undefined && c.driverName === undefined) {
       ctx.addIssue({ code: 'custom', path: ['driverName'], message: 'required unless SAFE_LOAD_ANNOTATION is set: the annotation key is computed from it' });
     }
-    if (c.safeLoadAnnotation === undefined && c.driverName !== undefined && !isQualifiedName(driverKeys(c.driverName, c.keyDomain).waitForSafeLoad)) {
+    // Only a well-formed driver and domain can make a key too long; other problems are reported on their own field.
+    const wellFormed = c.driverName !== undefined && DNS_LABEL.test(c.driverName) && DNS_SUBDOMAIN.test(c.keyDomain);
+    if (c.safeLoadAnnotation === undefined && wellFormed && !isQualifiedName(driverKeys(c.driverName ?? '', c.keyDomain).waitForSafeLoad)) {
       ctx.addIssue({
         code: 'custom',
         path: ['driverName'],
-        message: `too long: the annotation key ${driverKeys(c.driverName, c.keyDomain).waitForSafeLoad} is not a valid key (name part at most 63 characters)`,
+        message: `too long: the annotation key ${driverKeys(c.driverName ?? '', c.keyDomain).waitForSafeLoad} is not a valid key (name part at most 63 characters)`,
       });
     }
   });

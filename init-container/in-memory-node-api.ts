@@ -78,7 +78,11 @@ export class InMemoryNodeApi implements NodeApi {
 
   /** Ends every open watch stream the way a server-side timeout or a proxy reset does. */
   dropWatches(): void {
-    for (const s of [...this.subscribers]) s.close();
+    for (const s of [...this.subscribers]) {
+      // A closed stream delivers nothing more, even events written before its reader notices.
+      this.subscribers.delete(s);
+      s.close();
+    }
   }
 
   /** Down: every request fails as a refused connection and open watches end. Up: serves again. */
