@@ -7,8 +7,8 @@ export interface ResourceCache<T> {
   /** Every object, in no particular order. O(n): for snapshots, not per object. */
   list(): Iterable<T>;
   get(namespace: string, name: string): T | undefined;
-  /** Objects whose index key (see `indexBy`) equals `key`, e.g. the pods on one node. */
-  byIndex(key: string): Iterable<T>;
+  /** Objects whose key under the named index (see `indexes`) equals `key`, e.g. the pods on one node. */
+  byIndex(index: string, key: string): Iterable<T>;
   readonly size: number;
 }
 
@@ -27,8 +27,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   readonly logger: Logger;
   /** Called on every add, update and delete (after the cache changed). */
   readonly onChange: () => void;
-  /** A secondary index key for `byIndex`, e.g. a pod's node name. */
-  readonly indexBy?: (object: T) => string | undefined;
+  /** Secondary indexes for `byIndex`, by name: each gives an object's key (e.g. a pod's node name) or undefined. */
+  readonly indexes?: Readonly<Record<string, (object: T) => string | undefined>>;
   readonly labelSelector?: string;
   /** Restart backoff after an error; doubles up to `maxBackoffMs`. */
   readonly minBackoffMs?: number;
@@ -46,8 +46,10 @@ const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/$
 export function startInformer<T extends KubernetesObject>(options: InformerOptions<T>): ResourceInformer<T> {
   const log = options.logger.child({ informer: options.path });
   const objects = new Map<string, T>();
-  const index = new Map<string, Map<string, T>>();
-  const indexKeys = new Map<string, string>();
+  const indexers = Object.entries(options.indexes ?? {});
+  // index name -> index key -> object key -> object; and object key -> its key per index.
+  const index = new Map<string, Map<string, Map<string, T>>>(indexers.map(([name]) => [name, new Map()]));
+  const indexKeys = new Map<string, Map<string, string>>();
   const minBackoff = options.minBackoffMs ?? 200;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
   let backoff = minBackoff;
@@ -60,23 +62,28 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   });
 
   const unindex = (key: string): void => {
-    const old = indexKeys.get(key);
-    if (old === undefined) return;
-    index.get(old)?.delete(key);
-    if (index.get(old)?.size === 0) index.delete(old);
+    for (const [name, old] of indexKeys.get(key) ?? []) {
+      const buckets = index.get(name);
+      buckets?.get(old)?.delete(key);
+      if (buckets?.get(old)?.size === 0) buckets.delete(old);
+    }
     indexKeys.delete(key);
   };
   const upsert = (object: T): void => {
     const key = keyOf(object);
     objects.set(key, object);
     unindex(key);
-    const indexKey = options.indexBy?.(object);
-    if (indexKey !== undefined) {
-      let bucket = index.get(indexKey);
-      if (bucket === undefined) index.set(indexKey, (bucket = new Map<string, T>()));
+    const keys = new Map<string, string>();
+    for (const [name, indexKeyOf] of indexers) {
+      const indexKey = indexKeyOf(object);
+      const buckets = index.get(name);
+      if (indexKey === undefined || buckets === undefined) continue;
+      let bucket = buckets.get(indexKey);
+      if (bucket === undefined) buckets.set(indexKey, (bucket = new Map<string, T>()));
       bucket.set(key, object);
-      indexKeys.set(key, indexKey);
+      keys.set(name, indexKey);
     }
+    if (keys.size > 0) indexKeys.set(key, keys);
     options.onChange();
   };
   const remove = (object: T): void => {
@@ -120,7 +127,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   return {
     list: () => objects.values(),
     get: (namespace, name) => objects.get(`${namespace}/${name}`),
-    byIndex: (key) => index.get(key)?.values() ?? [],
+    byIndex: (name, key) => index.get(name)?.get(key)?.values() ?? [],
     get size() {
       return objects.size;
     },

@@ -1,0 +1,37 @@
+import type { V1Node } from '@kubernetes/client-node';
+import type { NodeMergePatch } from '../plan/node-patch.ts';
+import type { PodRef } from '../plan/snapshot.ts';
+
+/** The answer of the Eviction API: done (or nothing left to evict), or refused for now (HTTP 429, e.g. a PDB). */
+export type EvictionResult = { readonly evicted: true } | { readonly evicted: false; readonly message: string };
+
+export interface EventTarget {
+  readonly kind: 'Node' | 'DriverRollout';
+  readonly name: string;
+  /** Namespace of the object; '' for a Node. */
+  readonly namespace: string;
+  readonly uid?: string | undefined;
+  readonly apiVersion?: string | undefined;
+}
+
+export interface ClusterEvent {
+  readonly target: EventTarget;
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * Every write the coordinator makes, each idempotent: deleting or evicting a pod that is gone
+ * (404) or was replaced by another with the same name (409 on the UID precondition) succeeds.
+ * Other API errors are thrown unchanged.
+ */
+export interface ClusterWriter {
+  /** A JSON merge patch of the Node; returns the Node as stored after the patch. */
+  patchNode(name: string, patch: NodeMergePatch): Promise<V1Node>;
+  deletePod(pod: PodRef): Promise<void>;
+  evictPod(pod: PodRef): Promise<EvictionResult>;
+  emitEvent(event: ClusterEvent): Promise<void>;
+  /** A JSON merge patch of the DriverRollout's status subresource. */
+  patchRolloutStatus(namespace: string, name: string, status: Readonly<Record<string, unknown>>): Promise<void>;
+}

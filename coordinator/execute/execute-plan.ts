@@ -1,0 +1,112 @@
+import type { V1Node } from '@kubernetes/client-node';
+import { toError } from '../../shared/errors.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { NodeAction, NodeObjectAction, NodePlan, SetStateAction } from '../plan/action.ts';
+import { groupNodeActions, nodePatchOf } from '../plan/node-patch.ts';
+import type { PodRef } from '../plan/snapshot.ts';
+import { apiErrorMessage } from '../../shared/kube/api-error.ts';
+import type { ClusterWriter } from './cluster-writer.ts';
+
+export interface ExecuteHooks {
+  readonly writer: ClusterWriter;
+  readonly logger: Logger;
+  /** The Node's uid from the cache, for Events' involvedObject. */
+  readonly nodeUid: (name: string) => string | undefined;
+  /** Read-your-writes: the Node as stored after each patch, newer than the cache for a moment. */
+  readonly onNodeWritten: (node: V1Node) => void;
+  /** HTTP 429 on eviction: reported back to the planner through the next snapshot. */
+  readonly onEvictionBlocked: (pod: PodRef, message: string) => void;
+  readonly onEvicted: (pod: PodRef) => void;
+  /** A state label was written (for the per-state and per-upgrade histograms). */
+  readonly onStateWritten: (action: SetStateAction) => void;
+  /** Nodes worked on at once. */
+  readonly concurrency: number;
+}
+
+export interface ActionFailure {
+  readonly node: string;
+  readonly action: NodeAction['kind'];
+  readonly message: string;
+}
+
+/**
+ * Runs a plan's node plans, several nodes at once. Within one node the actions run in order and
+ * the first failure drops the rest of that node's list: the next pass re-plans from what the
+ * cluster then shows. Consecutive node-object actions become one merge patch. A refused
+ * eviction (429) and a failed Event do not stop the list.
+ */
+export async function executePlan(nodePlans: readonly NodePlan[], hooks: ExecuteHooks): Promise<readonly ActionFailure[]> {
+  const failures: ActionFailure[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const plan = nodePlans[next];
+      next += 1;
+      if (plan === undefined) return;
+      const failure = await executeNodePlan(plan, hooks);
+      if (failure !== undefined) failures.push(failure);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(hooks.concurrency, nodePlans.length)) }, worker));
+  return failures;
+}
+
+async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
+  for (const group of groupNodeActions(plan.actions)) {
+    const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
+    try {
+      if (isRun(group)) await patchNode(plan.node, group, hooks);
+      else await executeAction(group, hooks);
+    } catch (error) {
+      hooks.logger.warn({ node: plan.node, action: kind, err: toError(error) }, 'action failed; re-planning');
+      return { node: plan.node, action: kind, message: apiErrorMessage(error) };
+    }
+  }
+  return undefined;
+}
+
+function isRun(group: readonly NodeObjectAction[] | NodeAction): group is readonly NodeObjectAction[] {
+  return Array.isArray(group);
+}
+
+async function patchNode(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<void> {
+  const stored = await hooks.writer.patchNode(node, nodePatchOf(actions));
+  hooks.onNodeWritten(stored);
+  for (const a of actions) {
+    if (a.kind === 'setState') {
+      hooks.onStateWritten(a);
+      hooks.logger.info({ node, from: a.from, to: a.to }, 'node state changed');
+    }
+  }
+}
+
+async function executeAction(action: NodeAction, hooks: ExecuteHooks): Promise<void> {
+  switch (action.kind) {
+    case 'deletePod':
+    case 'deleteDriverPod':
+      await hooks.writer.deletePod(action.pod);
+      hooks.logger.info({ node: action.node, pod: `${action.pod.namespace}/${action.pod.name}`, action: action.kind }, 'pod deleted');
+      return;
+    case 'evictPod': {
+      const result = await hooks.writer.evictPod(action.pod);
+      if (result.evicted) hooks.onEvicted(action.pod);
+      else hooks.onEvictionBlocked(action.pod, result.message);
+      return;
+    }
+    case 'emitEvent':
+      try {
+        await hooks.writer.emitEvent({
+          target: { kind: 'Node', name: action.node, namespace: '', uid: hooks.nodeUid(action.node), apiVersion: 'v1' },
+          type: action.type,
+          reason: action.reason,
+          message: action.message,
+        });
+      } catch (error) {
+        hooks.logger.warn({ node: action.node, err: toError(error) }, 'could not record event');
+      }
+      return;
+    default:
+      // Node-object actions arrive grouped (see groupNodeActions); one alone is a one-action patch.
+      await patchNode(action.node, [action], hooks);
+  }
+}

@@ -1,0 +1,101 @@
+import type { V1Node } from '@kubernetes/client-node';
+import { DriverRolloutError } from '../../shared/errors.ts';
+import type { NodeMergePatch } from '../plan/node-patch.ts';
+import type { PodRef } from '../plan/snapshot.ts';
+import type { ClusterEvent, ClusterWriter, EvictionResult } from './cluster-writer.ts';
+
+/** The API server said no (anything but the idempotent cases the port absorbs). */
+export class InMemoryApiError extends DriverRolloutError {}
+
+/**
+ * Nodes, pods, Events and statuses in memory with the API server's rules for these calls:
+ * merge-patch semantics (null removes a key), resourceVersion bumped per write, UID
+ * preconditions on delete/evict, 404 for unknown nodes. `refuseEviction` stands in for a
+ * PodDisruptionBudget; `failNext` makes the next call of a kind fail.
+ */
+export class InMemoryClusterWriter implements ClusterWriter {
+  readonly nodes = new Map<string, V1Node>();
+  readonly pods = new Map<string, PodRef>();
+  readonly events: ClusterEvent[] = [];
+  readonly statuses = new Map<string, Readonly<Record<string, unknown>>>();
+  /** Every call in order, e.g. `patchNode n1`, `evictPod ns/p`. */
+  readonly calls: string[] = [];
+  /** Pods (ns/name) whose eviction is refused with this message. */
+  readonly refuseEviction = new Map<string, string>();
+  readonly failNext = new Set<'patchNode' | 'deletePod' | 'evictPod' | 'emitEvent' | 'patchRolloutStatus'>();
+  private version = 0;
+
+  addNode(name: string): void {
+    this.nodes.set(name, { metadata: { name, uid: `uid-${name}`, labels: {}, annotations: {}, resourceVersion: this.bump() }, spec: {} });
+  }
+
+  addPod(pod: PodRef): void {
+    this.pods.set(`${pod.namespace}/${pod.name}`, pod);
+  }
+
+  patchNode(name: string, patch: NodeMergePatch): Promise<V1Node> {
+    this.calls.push(`patchNode ${name}`);
+    this.failIfAsked('patchNode');
+    const node = this.nodes.get(name);
+    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
+    const updated = structuredClone(node);
+    const metadata = (updated.metadata ??= {});
+    const labels = (metadata.labels ??= {});
+    const annotations = (metadata.annotations ??= {});
+    for (const [into, changes] of [[labels, patch.metadata?.labels], [annotations, patch.metadata?.annotations]] as const) {
+      for (const [k, v] of Object.entries(changes ?? {})) {
+        if (v === null) Reflect.deleteProperty(into, k);
+        else into[k] = v;
+      }
+    }
+    metadata.resourceVersion = this.bump();
+    if (patch.spec !== undefined) (updated.spec ??= {}).unschedulable = patch.spec.unschedulable;
+    this.nodes.set(name, updated);
+    return Promise.resolve(updated);
+  }
+
+  deletePod(pod: PodRef): Promise<void> {
+    this.calls.push(`deletePod ${pod.namespace}/${pod.name}`);
+    this.failIfAsked('deletePod');
+    this.removeIfSameUid(pod);
+    return Promise.resolve();
+  }
+
+  evictPod(pod: PodRef): Promise<EvictionResult> {
+    const key = `${pod.namespace}/${pod.name}`;
+    this.calls.push(`evictPod ${key}`);
+    this.failIfAsked('evictPod');
+    const refusal = this.refuseEviction.get(key);
+    if (refusal !== undefined && this.pods.get(key)?.uid === pod.uid) return Promise.resolve({ evicted: false, message: refusal });
+    this.removeIfSameUid(pod);
+    return Promise.resolve({ evicted: true });
+  }
+
+  emitEvent(event: ClusterEvent): Promise<void> {
+    this.calls.push(`emitEvent ${event.target.name} ${event.reason}`);
+    this.failIfAsked('emitEvent');
+    this.events.push(event);
+    return Promise.resolve();
+  }
+
+  patchRolloutStatus(namespace: string, name: string, status: Readonly<Record<string, unknown>>): Promise<void> {
+    this.calls.push(`patchRolloutStatus ${namespace}/${name}`);
+    this.failIfAsked('patchRolloutStatus');
+    this.statuses.set(`${namespace}/${name}`, { ...this.statuses.get(`${namespace}/${name}`), ...status });
+    return Promise.resolve();
+  }
+
+  private removeIfSameUid(pod: PodRef): void {
+    const key = `${pod.namespace}/${pod.name}`;
+    if (this.pods.get(key)?.uid === pod.uid) this.pods.delete(key);
+  }
+
+  private failIfAsked(call: 'patchNode' | 'deletePod' | 'evictPod' | 'emitEvent' | 'patchRolloutStatus'): void {
+    if (this.failNext.delete(call)) throw new InMemoryApiError(`${call} failed`, { code: 500 });
+  }
+
+  private bump(): string {
+    this.version += 1;
+    return String(this.version);
+  }
+}

@@ -1,0 +1,116 @@
+import type { V1Node } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { executePlan, type ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
+import { InMemoryClusterWriter } from '../../../../coordinator/execute/in-memory-cluster-writer.ts';
+import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
+import type { PodRef } from '../../../../coordinator/plan/snapshot.ts';
+import { driverKeys } from '../../../../shared/keys.ts';
+
+const keys = driverKeys('gpu');
+const pod = (name: string): PodRef => ({ namespace: 'work', name, uid: `uid-${name}` });
+const setState = (node: string, from: SetStateAction['from'], to: SetStateAction['to']): SetStateAction => ({
+  kind: 'setState', node, labelKey: keys.upgradeState, from, to, fromSince: null, upgradeStartedAt: null,
+});
+const event = (node: string, state: string): NodeAction => ({
+  kind: 'emitEvent', node, type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${state}]`,
+});
+
+function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
+  const writer = new InMemoryClusterWriter();
+  for (const n of nodes) writer.addNode(n);
+  for (const p of pods) writer.addPod(p);
+  const seen = { written: [] as V1Node[], blocked: [] as string[], evicted: [] as string[], states: [] as string[] };
+  const hooks: ExecuteHooks = {
+    writer,
+    logger: pino({ level: 'silent' }),
+    nodeUid: (name) => `uid-${name}`,
+    onNodeWritten: (n) => seen.written.push(n),
+    onEvictionBlocked: (p, message) => seen.blocked.push(`${p.name}: ${message}`),
+    onEvicted: (p) => seen.evicted.push(p.name),
+    onStateWritten: (a) => seen.states.push(`${a.node} ${a.from}->${a.to}`),
+    concurrency: 4,
+  };
+  return { writer, hooks, seen };
+}
+
+describe('executePlan', () => {
+  it('merges consecutive node-object actions into one patch and keeps order around other actions', async () => {
+    const { writer, hooks, seen } = setUp(['n1'], [pod('p1')]);
+    const plan: NodePlan = {
+      node: 'n1',
+      actions: [
+        { kind: 'setAnnotation', node: 'n1', key: keys.initialStateUnschedulable, value: 'false' },
+        { kind: 'cordon', node: 'n1' },
+        setState('n1', 'cordon-required', 'wait-for-jobs-required'),
+        event('n1', 'wait-for-jobs-required'),
+        { kind: 'deletePod', node: 'n1', pod: pod('p1') },
+        { kind: 'removeAnnotation', node: 'n1', key: keys.initialStateUnschedulable },
+      ],
+    };
+    expect(await executePlan([plan], hooks)).toEqual([]);
+    expect(writer.calls).toEqual(['patchNode n1', 'emitEvent n1 GPUDriverUpgrade', 'deletePod work/p1', 'patchNode n1']);
+    const node = writer.nodes.get('n1');
+    expect(node?.spec?.unschedulable).toBe(true);
+    expect(node?.metadata?.labels?.[keys.upgradeState]).toBe('wait-for-jobs-required');
+    expect(node?.metadata?.annotations).toEqual({});
+    expect(writer.pods.size).toBe(0);
+    expect(seen.written.map((n) => n.metadata?.resourceVersion)).toEqual(['2', '3']);
+    expect(seen.states).toEqual(['n1 cordon-required->wait-for-jobs-required']);
+    expect(writer.events[0]).toMatchObject({ target: { kind: 'Node', name: 'n1', uid: 'uid-n1' }, type: 'Normal' });
+  });
+
+  it('drops the rest of a node’s list after a failure, leaving other nodes alone', async () => {
+    const { writer, hooks } = setUp(['n1', 'n2'], [pod('p1')]);
+    writer.failNext.add('deletePod');
+    const failures = await executePlan(
+      [
+        { node: 'n1', actions: [{ kind: 'deletePod', node: 'n1', pod: pod('p1') }, setState('n1', 'pod-deletion-required', 'pod-restart-required')] },
+        { node: 'n2', actions: [setState('n2', 'upgrade-required', 'cordon-required')] },
+      ],
+      hooks,
+    );
+    expect(failures).toEqual([{ node: 'n1', action: 'deletePod', message: 'deletePod failed' }]);
+    expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBeUndefined();
+    expect(writer.nodes.get('n2')?.metadata?.labels?.[keys.upgradeState]).toBe('cordon-required');
+  });
+
+  it('reports a refused eviction back as data and carries on with the node’s list', async () => {
+    const { writer, hooks, seen } = setUp(['n1'], [pod('guarded'), pod('free')]);
+    writer.refuseEviction.set('work/guarded', 'Cannot evict pod as it would violate the pod’s disruption budget.');
+    const failures = await executePlan(
+      [{ node: 'n1', actions: [{ kind: 'evictPod', node: 'n1', pod: pod('guarded') }, { kind: 'evictPod', node: 'n1', pod: pod('free') }] }],
+      hooks,
+    );
+    expect(failures).toEqual([]);
+    expect(seen.blocked).toEqual(['guarded: Cannot evict pod as it would violate the pod’s disruption budget.']);
+    expect(seen.evicted).toEqual(['free']);
+    expect([...writer.pods.keys()]).toEqual(['work/guarded']);
+  });
+
+  it.each([
+    { name: 'a pod already gone', before: [] as PodRef[] },
+    { name: 'a pod replaced by another with the same name', before: [{ ...pod('p1'), uid: 'uid-new' }] },
+  ])('treats deleting $name as done (idempotent)', async ({ before }) => {
+    const { writer, hooks } = setUp(['n1'], before);
+    const failures = await executePlan([{ node: 'n1', actions: [{ kind: 'deleteDriverPod', node: 'n1', pod: pod('p1') }, setState('n1', 'pod-restart-required', 'validation-required')] }], hooks);
+    expect(failures).toEqual([]);
+    expect(writer.pods.size).toBe(before.length);
+    expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBe('validation-required');
+  });
+
+  it('does not let a failed Event stop the upgrade', async () => {
+    const { writer, hooks } = setUp(['n1']);
+    writer.failNext.add('emitEvent');
+    const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-done', 'upgrade-required'), event('n1', 'upgrade-required'), { kind: 'cordon', node: 'n1' }] }], hooks);
+    expect(failures).toEqual([]);
+    expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
+  });
+
+  it('works on many nodes at once, bounded by the concurrency', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `n${i}`);
+    const { writer, hooks } = setUp(names);
+    await executePlan(names.map((n) => ({ node: n, actions: [setState(n, 'upgrade-done', 'upgrade-required')] })), hooks);
+    expect([...writer.nodes.values()].every((n) => n.metadata?.labels?.[keys.upgradeState] === 'upgrade-required')).toBe(true);
+  });
+});
