@@ -1,0 +1,53 @@
+/**
+ * Why a node needs the upgrade flow: its driver pod is out of date, the init container asks for a
+ * safe load, or an admin/requestor set the upgrade-requested annotation.
+ */
+import type { DriverKeys } from '../../shared/keys.ts';
+import type { NodeContext } from './step.ts';
+
+/** Safe load: the init container set the annotation (any non-empty value) and blocks until we remove it. */
+export function isWaitingForSafeLoad(annotations: Readonly<Record<string, string>>, keys: DriverKeys): boolean {
+  const value = annotations[keys.waitForSafeLoad];
+  return value !== undefined && value !== '';
+}
+
+export function isUpgradeRequested(annotations: Readonly<Record<string, string>>, keys: DriverKeys): boolean {
+  return annotations[keys.upgradeRequested] === 'true';
+}
+
+export function needsUpgrade(node: NodeContext, keys: DriverKeys): boolean {
+  const a = node.view.annotations;
+  return node.driver.outOfDate.length > 0 || isWaitingForSafeLoad(a, keys) || isUpgradeRequested(a, keys);
+}
+
+/** An upgrade cycle began and has not reached upgrade-done (it may be in upgrade-failed or relabelled for a retry). */
+export function isInUpgradeCycle(annotations: Readonly<Record<string, string>>, keys: DriverKeys): boolean {
+  return annotations[keys.upgradeStartTime] !== undefined;
+}
+
+/** Timer annotation owned by a state, removed when the node leaves that state. */
+export function timerKeyOf(state: string, keys: DriverKeys): string | null {
+  switch (state) {
+    case 'wait-for-jobs-required':
+      return keys.waitForPodCompletionStartTime;
+    case 'pod-deletion-required':
+      return keys.podDeletionStartTime;
+    case 'drain-required':
+      return keys.drainStartTime;
+    case 'validation-required':
+      return keys.validationStartTime;
+    default:
+      return null;
+  }
+}
+
+/** Every per-cycle bookkeeping annotation, cleared when a cycle starts afresh or ends. */
+export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
+  return [
+    keys.waitForPodCompletionStartTime,
+    keys.podDeletionStartTime,
+    keys.drainStartTime,
+    keys.validationStartTime,
+    keys.upgradeStartTime,
+  ];
+}

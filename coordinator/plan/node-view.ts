@@ -1,0 +1,67 @@
+/**
+ * A node as the planner sees it during one pass: the snapshot plus the effects of the actions the
+ * pass has already decided for it, so that a node advancing several states in one pass reads its
+ * own writes. Also used by applyPlan to replay a plan onto a snapshot.
+ */
+import { isUpgradeState, type UpgradeState } from '../../shared/keys.ts';
+import type { NodeObjectAction } from './action.ts';
+import type { NodeSnapshot } from './snapshot.ts';
+
+export interface NodeView {
+  readonly snapshot: NodeSnapshot;
+  state: UpgradeState;
+  unschedulable: boolean;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export function createNodeView(snapshot: NodeSnapshot, stateLabel: string): NodeView {
+  return {
+    snapshot,
+    state: stateOf(snapshot.labels, stateLabel),
+    unschedulable: snapshot.unschedulable,
+    labels: { ...snapshot.labels },
+    annotations: { ...snapshot.annotations },
+  };
+}
+
+/** The state label's value; absent, empty or unrecognised reads as `unknown`. */
+export function stateOf(labels: Readonly<Record<string, string>>, stateLabel: string): UpgradeState {
+  const value = labels[stateLabel];
+  return value !== undefined && isUpgradeState(value) ? value : 'unknown';
+}
+
+export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction): void {
+  switch (action.kind) {
+    case 'setState':
+      view.state = action.to;
+      view.labels[action.labelKey] = action.to;
+      break;
+    case 'cordon':
+      view.unschedulable = true;
+      break;
+    case 'uncordon':
+      view.unschedulable = false;
+      break;
+    case 'setAnnotation':
+      view.annotations[action.key] = action.value;
+      break;
+    case 'removeAnnotation':
+    case 'clearSafeLoad':
+      // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- annotation keys are data
+      delete view.annotations[action.key];
+      break;
+  }
+}
+
+/** Reads a unix-seconds annotation as ms since epoch; null when absent or not a number. */
+export function readUnixSeconds(annotations: Readonly<Record<string, string>>, key: string): number | null {
+  const raw = annotations[key];
+  if (raw === undefined || !/^\d+$/.test(raw.trim())) return null;
+  return Number(raw.trim()) * 1000;
+}
+
+/** ms since epoch → the unix-seconds string NVIDIA's start-time annotations hold. */
+export function toUnixSeconds(ms: number): string {
+  return String(Math.floor(ms / 1000));
+}

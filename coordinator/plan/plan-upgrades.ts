@@ -1,0 +1,269 @@
+/**
+ * The planner: `planUpgrades(snapshot, policy, now)` → Plan. Pure; no I/O, no clock.
+ *
+ * One pass:
+ * 1. Every node runs its state's handler (states/handle-*.ts). A handler either waits (with a
+ *    reason and maybe a timer), does nothing, or advances; an advance may chain into the next
+ *    state's handler in the same pass when the next decision rests only on facts this pass has
+ *    not changed (it never chains past its own cordon). Nodes that end in upgrade-required are
+ *    candidates to start.
+ * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
+ * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
+ *    that passes takes a slot of its pool and starts (→ cordon-required), chaining on.
+ *
+ * Gates (autoUpgrade false, skip label, halt, pool conflict, slots) apply only to starting: a
+ * node that has started always runs to upgrade-done or upgrade-failed, because every later step
+ * only gives capacity back, and stopping midway would leave the node cordoned and drained for
+ * nothing. (Upstream stops the whole state machine on autoUpgrade false.)
+ */
+import type { UpgradeState } from '../../shared/keys.ts';
+import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
+import type { NodeAction, NodePlan, NodeReason, Plan } from './action.ts';
+import { assignPool } from './assign-pool.ts';
+import { compareCandidates } from './compare-candidates.ts';
+import { usesDevice } from './device-pods.ts';
+import { driverPodStatus } from './driver-pod-status.ts';
+import { isInUpgradeCycle, isUpgradeRequested, timerKeyOf, cycleAnnotationKeys } from './needs-upgrade.ts';
+import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
+import { isNodeObjectAction } from './node-patch.ts';
+import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
+import { buildRolloutStatus } from './rollout-status.ts';
+import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
+import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
+import { handleCordonRequired } from './states/handle-cordon-required.ts';
+import { handleDrain } from './states/handle-drain.ts';
+import { handlePodDeletion } from './states/handle-pod-deletion.ts';
+import { handlePodRestart } from './states/handle-pod-restart.ts';
+import { handleUncordon } from './states/handle-uncordon.ts';
+import { handleUnknown } from './states/handle-unknown.ts';
+import { handleUpgradeDone } from './states/handle-upgrade-done.ts';
+import { handleUpgradeFailed } from './states/handle-upgrade-failed.ts';
+import { handleUpgradeRequired } from './states/handle-upgrade-required.ts';
+import { handleValidation } from './states/handle-validation.ts';
+import { handleWaitForJobs } from './states/handle-wait-for-jobs.ts';
+import type { NodeContext, Reason, StateHandler, StepContext, StepResult } from './step.ts';
+
+export const STATE_HANDLERS: Readonly<Record<UpgradeState, StateHandler>> = {
+  unknown: handleUnknown,
+  'upgrade-done': handleUpgradeDone,
+  'upgrade-required': handleUpgradeRequired,
+  'cordon-required': handleCordonRequired,
+  'wait-for-jobs-required': handleWaitForJobs,
+  'pod-deletion-required': handlePodDeletion,
+  'drain-required': handleDrain,
+  'pod-restart-required': handlePodRestart,
+  'validation-required': handleValidation,
+  'uncordon-required': handleUncordon,
+  'upgrade-failed': handleUpgradeFailed,
+};
+
+/** More steps than states: a loop guard, never reached by the handlers as written. */
+const MAX_STEPS_PER_PASS = 16;
+
+/** What the pass has decided for one node so far. */
+export interface NodeRecord {
+  readonly node: NodeContext;
+  readonly actions: NodeAction[];
+  reason: Reason | null;
+  wakeAt: number | null;
+}
+
+export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPolicy, now: number): Plan {
+  const ctx: StepContext = {
+    policy,
+    now,
+    revisions: new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash])),
+    pdbsByNamespace: indexPdbs(snapshot.pdbs),
+  };
+  const records = snapshot.nodes.map((n): NodeRecord => {
+    const node: NodeContext = {
+      view: createNodeView(n, policy.keys.upgradeState),
+      driver: driverPodStatus(n, ctx.revisions),
+      pool: assignPool(n.labels, policy),
+    };
+    return { node, actions: [], reason: null, wakeAt: null };
+  });
+  const budgets = countBudgets(records, policy);
+
+  const candidates: NodeRecord[] = [];
+  for (const record of records) {
+    if (runNode(record, ctx) === 'candidate') candidates.push(record);
+  }
+
+  const failedNodes = records.filter((r) => r.node.view.state === 'upgrade-failed').length;
+  const startCtx: StartContext = {
+    ...ctx,
+    failedNodes,
+    halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
+    budgets,
+  };
+  startCandidates(candidates, startCtx);
+
+  for (const record of records) recordReasonAnnotation(record, policy);
+  return {
+    nodePlans: records.filter((r) => r.actions.length > 0).map((r): NodePlan => ({ node: r.node.view.snapshot.name, actions: r.actions })),
+    reasons: records.flatMap((r): NodeReason[] => (r.reason === null ? [] : [toNodeReason(r, r.reason)])),
+    nextWakeAt: records.reduce<number | null>((min, r) => (r.wakeAt === null ? min : min === null ? r.wakeAt : Math.min(min, r.wakeAt)), null),
+    status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted }),
+  };
+}
+
+function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
+  const byNamespace = new Map<string, PdbSnapshot[]>();
+  for (const pdb of pdbs) {
+    const list = byNamespace.get(pdb.namespace);
+    if (list === undefined) byNamespace.set(pdb.namespace, [pdb]);
+    else list.push(pdb);
+  }
+  return byNamespace;
+}
+
+/** Budgets from the snapshot as it is, before this pass changes anything. */
+function countBudgets(records: readonly NodeRecord[], policy: DriverRolloutPolicy): Map<string, PoolBudget> {
+  const budgets = new Map<string, PoolBudget>([[policy.defaultPool.name, createBudget(policy.defaultPool)]]);
+  for (const pool of policy.pools) budgets.set(pool.name, createBudget(pool));
+  for (const { node } of records) {
+    if (node.pool.kind !== 'pool') continue;
+    const budget = budgets.get(node.pool.pool.name);
+    if (budget !== undefined) countMember(budget, { state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready });
+  }
+  for (const budget of budgets.values()) sealBudget(budget);
+  return budgets;
+}
+
+function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): void {
+  const devicePods = ctx.policy.devicePods;
+  const priorityLabel = ctx.policy.priorityLabel;
+  const ordered = candidates
+    .map((record) => ({
+      record,
+      name: record.node.view.snapshot.name,
+      deviceIdle: !record.node.view.snapshot.pods.some((p) => usesDevice(p, devicePods)),
+      priority: priorityLabel === null ? null : (record.node.view.labels[priorityLabel] ?? null),
+    }))
+    .sort(compareCandidates);
+  for (const { record } of ordered) {
+    const node = record.node;
+    const reason = firstReason(START_CHECKS, node, ctx);
+    if (reason !== null) {
+      record.reason = reason;
+      continue;
+    }
+    if (node.pool.kind === 'pool') {
+      const budget = ctx.budgets.get(node.pool.pool.name);
+      const outOfService = isOutOfService({ state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready });
+      if (budget !== undefined) takeSlot(budget, outOfService);
+    }
+    runNode(record, ctx, startResult(node, ctx));
+  }
+}
+
+/**
+ * upgrade-required → cordon-required. On a fresh cycle, remember whether the node was already
+ * cordoned (initial-state annotation, written before our cordon) and when the cycle began. A retry
+ * of a failed cycle keeps both: the node is cordoned by us then, not by an admin.
+ */
+function startResult(node: NodeContext, ctx: StepContext): StepResult {
+  const keys = ctx.policy.keys;
+  const name = node.view.snapshot.name;
+  const a = node.view.annotations;
+  const actions: NodeAction[] = [];
+  if (!isInUpgradeCycle(a, keys)) {
+    for (const key of cycleAnnotationKeys(keys)) if (a[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
+    if (node.view.unschedulable) actions.push({ kind: 'setAnnotation', node: name, key: keys.initialStateUnschedulable, value: 'true' });
+    else if (a[keys.initialStateUnschedulable] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key: keys.initialStateUnschedulable });
+    actions.push({ kind: 'setAnnotation', node: name, key: keys.upgradeStartTime, value: toUnixSeconds(ctx.now) });
+  }
+  if (isUpgradeRequested(a, keys)) actions.push({ kind: 'removeAnnotation', node: name, key: keys.upgradeRequested });
+  return { kind: 'advance', to: 'cordon-required', actions, chain: true };
+}
+
+/** Runs handlers from the node's current state (or from `first`) until it waits, idles or stops chaining. */
+function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'candidate' | 'settled' {
+  let next = first;
+  for (let step = 0; step < MAX_STEPS_PER_PASS; step++) {
+    const result = next ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
+    next = undefined;
+    if (result.kind !== 'advance') addActions(record, result.actions);
+    switch (result.kind) {
+      case 'idle':
+        return 'settled';
+      case 'candidate':
+        return 'candidate';
+      case 'wait':
+        record.reason = result.reason;
+        record.wakeAt = result.wakeAt;
+        return 'settled';
+      case 'advance':
+        transition(record, result, ctx);
+        if (!result.chain) return 'settled';
+    }
+  }
+  return 'settled';
+}
+
+function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'advance' }>, ctx: StepContext): void {
+  const view = record.node.view;
+  const keys = ctx.policy.keys;
+  const name = view.snapshot.name;
+  const from = view.state;
+  addActions(record, result.actions);
+  const exitTimer = timerKeyOf(from, keys);
+  const actions: NodeAction[] = [
+    {
+      kind: 'setState',
+      node: name,
+      labelKey: keys.upgradeState,
+      from,
+      to: result.to,
+      fromSince: readUnixSeconds(view.annotations, keys.stateStartTime),
+      upgradeStartedAt: result.to === 'upgrade-done' ? readUnixSeconds(view.annotations, keys.upgradeStartTime) : null,
+    },
+  ];
+  if (exitTimer !== null && exitTimer !== timerKeyOf(result.to, keys) && view.annotations[exitTimer] !== undefined) {
+    actions.push({ kind: 'removeAnnotation', node: name, key: exitTimer });
+  }
+  actions.push({ kind: 'setAnnotation', node: name, key: keys.stateStartTime, value: toUnixSeconds(ctx.now) });
+  actions.push({
+    kind: 'emitEvent',
+    node: name,
+    type: 'Normal',
+    reason: ctx.policy.eventReason,
+    message: `Successfully updated node state label to [${result.to}]`,
+  });
+  if (result.warning !== undefined) {
+    actions.push({ kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message: result.warning });
+  }
+  addActions(record, [...actions, ...(result.after ?? [])]);
+}
+
+function addActions(record: NodeRecord, actions: readonly NodeAction[]): void {
+  for (const action of actions) {
+    record.actions.push(action);
+    if (isNodeObjectAction(action)) applyNodeObjectAction(record.node.view, action);
+  }
+}
+
+/** Keeps the node's reason annotation equal to the stable message (no write when unchanged). */
+function recordReasonAnnotation(record: NodeRecord, policy: DriverRolloutPolicy): void {
+  const key = policy.keys.upgradeReason;
+  const name = record.node.view.snapshot.name;
+  const current = record.node.view.annotations[key];
+  if (record.reason === null) {
+    if (current !== undefined) addActions(record, [{ kind: 'removeAnnotation', node: name, key }]);
+    return;
+  }
+  if (current !== record.reason.message) addActions(record, [{ kind: 'setAnnotation', node: name, key, value: record.reason.message }]);
+}
+
+function toNodeReason(record: NodeRecord, reason: Reason): NodeReason {
+  const pool = record.node.pool;
+  return {
+    node: record.node.view.snapshot.name,
+    state: record.node.view.state,
+    pool: pool.kind === 'pool' ? pool.pool.name : null,
+    code: reason.code,
+    message: reason.message,
+    detail: reason.detail,
+  };
+}

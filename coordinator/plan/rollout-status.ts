@@ -1,0 +1,115 @@
+/**
+ * The DriverRollout status a pass computes: counts, pools, conditions, the first waiting nodes.
+ */
+import type { ConfigProblem } from '../../shared/errors.ts';
+import { UPGRADE_STATES, type UpgradeState } from '../../shared/keys.ts';
+import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
+import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
+import { freeSlots, isOutOfService, isUpgrading, type PoolBudget } from './pool-capacity.ts';
+import type { ClusterSnapshot } from './snapshot.ts';
+import type { NodeRecord } from './plan-upgrades.ts';
+
+/** Reasons that hold many nodes at once and say little about any one of them: listed last. */
+const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'halted', 'skipped']);
+
+export interface StatusInput {
+  readonly snapshot: ClusterSnapshot;
+  readonly policy: DriverRolloutPolicy;
+  readonly records: readonly NodeRecord[];
+  readonly budgets: ReadonlyMap<string, PoolBudget>;
+  readonly halted: boolean;
+}
+
+export function buildRolloutStatus(input: StatusInput): RolloutStatus {
+  const { snapshot, policy, records, budgets, halted } = input;
+  const states = Object.fromEntries(UPGRADE_STATES.map((s) => [s, 0])) as Record<UpgradeState, number>;
+  const perPool = new Map<string, { done: number; failed: number; pending: number; upgrading: number; unavailable: number }>();
+  for (const b of budgets.keys()) perPool.set(b, { done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 });
+  for (const { node } of records) {
+    const state = node.view.state;
+    states[state]++;
+    if (node.pool.kind !== 'pool') continue;
+    const counts = perPool.get(node.pool.pool.name);
+    if (counts === undefined) continue;
+    if (state === 'upgrade-done') counts.done++;
+    if (state === 'upgrade-failed') counts.failed++;
+    if (state === 'upgrade-required') counts.pending++;
+    if (isUpgrading(state)) counts.upgrading++;
+    if (isOutOfService({ state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready })) counts.unavailable++;
+  }
+  const pools: PoolStatus[] = [...budgets.values()]
+    .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
+    .map((b) => {
+      const c = perPool.get(b.pool.name) ?? { done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 };
+      return {
+        name: b.pool.name,
+        total: b.total,
+        unavailable: c.unavailable,
+        maxUnavailable: b.maxUnavailable,
+        inProgress: c.upgrading,
+        maxParallelUpgrades: b.pool.maxParallelUpgrades,
+        done: c.done,
+        failed: c.failed,
+        pending: c.pending,
+      };
+    });
+  const total = records.length;
+  const done = states['upgrade-done'];
+  const failed = states['upgrade-failed'];
+  const pending = states['upgrade-required'];
+  const inProgress = records.filter((r) => isUpgrading(r.node.view.state)).length;
+  const paused = !policy.autoUpgrade;
+  const available = paused || halted ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
+  const failedNames = records.filter((r) => r.node.view.state === 'upgrade-failed').map((r) => r.node.view.snapshot.name);
+  return {
+    observedGeneration: snapshot.rollout.generation,
+    driverName: policy.driverName,
+    progress: `${done}/${total}`,
+    paused,
+    halted,
+    nodes: { total, done, failed, inProgress, pending, available },
+    states,
+    pools,
+    conditions: [
+      progressingCondition({ inProgress, pending, paused, halted }),
+      total > 0 && done === total
+        ? { type: 'Complete', status: 'True', reason: 'AllNodesUpgraded', message: `${done}/${total} nodes upgrade-done` }
+        : { type: 'Complete', status: 'False', reason: 'NodesRemaining', message: `${done}/${total} nodes upgrade-done` },
+      paused
+        ? { type: 'Paused', status: 'True', reason: 'AutoUpgradeDisabled', message: 'upgradePolicy.autoUpgrade is false: no node starts an upgrade' }
+        : { type: 'Paused', status: 'False', reason: 'AutoUpgradeEnabled', message: 'upgradePolicy.autoUpgrade is true' },
+      halted
+        ? {
+            type: 'Halted',
+            status: 'True',
+            reason: 'FailureBudgetReached',
+            message: `${failed} nodes in upgrade-failed (maxFailedNodes ${policy.maxFailedNodes ?? 0}): ${failedNames.slice(0, 10).join(', ')}`,
+          }
+        : { type: 'Halted', status: 'False', reason: 'WithinFailureBudget', message: `${failed} nodes in upgrade-failed` },
+      { type: 'InvalidSpec', status: 'False', reason: 'SpecValid', message: 'spec is valid' },
+    ],
+    waiting: records
+      .flatMap((r) => (r.reason === null ? [] : [{ node: r.node.view.snapshot.name, state: r.node.view.state, code: r.reason.code, reason: r.reason.detail }]))
+      .sort((a, b) => Number(ROLLOUT_WIDE.has(a.code)) - Number(ROLLOUT_WIDE.has(b.code)) || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+      .slice(0, MAX_WAITING_IN_STATUS)
+      .map(({ node, state, reason }) => ({ node, state, reason })),
+  };
+}
+
+function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean }): RolloutCondition {
+  if (s.inProgress > 0) return { type: 'Progressing', status: 'True', reason: 'NodesUpgrading', message: `${s.inProgress} nodes upgrading, ${s.pending} waiting` };
+  if (s.pending > 0 && s.paused) return { type: 'Progressing', status: 'False', reason: 'Paused', message: `${s.pending} nodes waiting; paused` };
+  if (s.pending > 0 && s.halted) return { type: 'Progressing', status: 'False', reason: 'Halted', message: `${s.pending} nodes waiting; halted` };
+  if (s.pending > 0) return { type: 'Progressing', status: 'True', reason: 'NodesPending', message: `${s.pending} nodes waiting to start` };
+  return { type: 'Progressing', status: 'False', reason: 'Idle', message: 'no node needs an upgrade' };
+}
+
+/** The condition for a spec that failed validation: every problem with its field path. */
+export function invalidSpecCondition(problems: readonly ConfigProblem[]): RolloutCondition {
+  return {
+    type: 'InvalidSpec',
+    status: 'True',
+    reason: 'SpecInvalid',
+    message: problems.map((p) => `${p.path}: ${p.message}`).join('; '),
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Whether a node in upgrade-required may start now: an ordered list of pure checks, each giving
+ * a reason or null (reasons are data). The first reason wins; the slot check comes last so that a
+ * node held back for another reason never takes a slot.
+ */
+import type { PoolBudget } from './pool-capacity.ts';
+import { isOutOfService, slotShortage } from './pool-capacity.ts';
+import type { NodeContext, Reason, StepContext } from './step.ts';
+
+export interface StartContext extends StepContext {
+  readonly halted: boolean;
+  readonly failedNodes: number;
+  readonly budgets: ReadonlyMap<string, PoolBudget>;
+}
+
+export type StartCheck = (node: NodeContext, ctx: StartContext) => Reason | null;
+
+const same = (code: Reason['code'], text: string): Reason => ({ code, message: text, detail: text });
+
+export const isPaused: StartCheck = (_node, ctx) =>
+  ctx.policy.autoUpgrade ? null : same('paused', 'paused: upgradePolicy.autoUpgrade is false');
+
+export const isSkipped: StartCheck = (node, ctx) =>
+  node.view.labels[ctx.policy.keys.upgradeSkip] === 'true' ? same('skipped', `skipped: label ${ctx.policy.keys.upgradeSkip}=true`) : null;
+
+export const isInTwoPools: StartCheck = (node) =>
+  node.pool.kind === 'conflict' ? same('pool-conflict', `left alone: node matches more than one pool (${node.pool.pools.join(', ')})`) : null;
+
+export const hasNoDriverPod: StartCheck = (node) => (node.driver.pods.length === 0 ? same('no-driver-pod', 'no driver pod on the node') : null);
+
+export const isHalted: StartCheck = (_node, ctx) =>
+  ctx.halted
+    ? {
+        code: 'halted',
+        message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        detail: `halted: ${ctx.failedNodes} nodes in upgrade-failed (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+      }
+    : null;
+
+export const hasNoSlot: StartCheck = (node, ctx) => {
+  if (node.pool.kind !== 'pool') return null;
+  const budget = ctx.budgets.get(node.pool.pool.name);
+  if (budget === undefined) return null;
+  const shortage = slotShortage(budget, isOutOfService({ state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready }));
+  if (shortage === null) return null;
+  const pool = budget.pool;
+  const maxUnavailable = pool.maxUnavailable.kind === 'count' ? String(pool.maxUnavailable.value) : `${pool.maxUnavailable.value}%`;
+  return {
+    code: 'no-slot',
+    message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
+    detail: shortage,
+  };
+};
+
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
+
+export function firstReason(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): Reason | null {
+  for (const check of checks) {
+    const reason = check(node, ctx);
+    if (reason !== null) return reason;
+  }
+  return null;
+}

@@ -1,0 +1,81 @@
+import type { PdbSnapshot, PodSnapshot } from '../snapshot.ts';
+import { matchesSelector } from '../../policy/label-selector.ts';
+import type { NodeAction } from '../action.ts';
+import { isNeverRemoved, isTerminal, listPods } from '../device-pods.ts';
+import { advance, fail, readTimer, timeoutText, wait, type Reason, type StateHandler, type StepContext } from '../step.ts';
+
+/** How long after a refused eviction (HTTP 429) the pod is tried again (kubectl drain waits 5 s). */
+export const EVICTION_RETRY_MS = 5_000;
+
+/**
+ * Drain through the Eviction API, so PodDisruptionBudgets hold. Never DaemonSet pods, mirror
+ * pods or pods labelled drain-skip=true; only pods matching drain.podSelector. As `kubectl drain`,
+ * nothing is evicted while a pod that may not be (no controller without `force`, emptyDir without
+ * `deleteEmptyDir`) is on the node. Refused evictions are retried every EVICTION_RETRY_MS until
+ * the drain timeout (started at the first pass in drain-required, kept in an annotation so a
+ * restart resumes it), then upgrade-failed. drain.enable false → straight to pod-restart-required.
+ */
+export const handleDrain: StateHandler = (node, ctx) => {
+  const settings = ctx.policy.drain;
+  if (!settings.enable) return advance('pod-restart-required', true);
+  const skipKey = ctx.policy.keys.drainSkip;
+  const pods = node.view.snapshot.pods.filter(
+    (p) => !isTerminal(p) && !isNeverRemoved(p) && p.labels[skipKey] !== 'true' && matchesSelector(settings.podSelector, p.labels),
+  );
+  if (pods.length === 0) return advance('pod-restart-required', true);
+  const timer = readTimer(node, ctx, ctx.policy.keys.drainStartTime, settings.timeoutSeconds);
+  const refusals = pods.filter((p) => !p.deleting).flatMap((p) => {
+    if (p.controllerKind === null && !settings.force) return [`${p.namespace}/${p.name} is not managed by a controller (set drain.force)`];
+    if (p.usesEmptyDir && !settings.deleteEmptyDir) return [`${p.namespace}/${p.name} uses emptyDir (set drain.deleteEmptyDir)`];
+    return [];
+  });
+  const blocks = pods.filter((p) => !p.deleting).flatMap((p) => {
+    const why = evictionBlock(p, ctx);
+    return why === null ? [] : [why];
+  });
+  const reason = drainReason(refusals, blocks, pods, settings.timeoutSeconds, timer.progress);
+  if (timer.expired) return fail(node, ctx, `drain timed out after ${settings.timeoutSeconds}s: ${reason.detail}`);
+  if (refusals.length > 0) return wait(reason, timer.actions, timer.deadline);
+
+  const evictions: NodeAction[] = [];
+  let wakeAt = timer.deadline;
+  for (const p of pods) {
+    if (p.deleting) continue;
+    const retryAt = p.evictionBlocked === undefined ? null : p.evictionBlocked.at + EVICTION_RETRY_MS;
+    if (retryAt !== null && ctx.now < retryAt) {
+      wakeAt = wakeAt === null ? retryAt : Math.min(wakeAt, retryAt);
+      continue;
+    }
+    evictions.push({ kind: 'evictPod', node: node.view.snapshot.name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } });
+  }
+  return wait(reason, [...timer.actions, ...evictions], wakeAt);
+};
+
+function drainReason(refusals: readonly string[], blocks: readonly string[], pods: readonly PodSnapshot[], timeoutSeconds: number, progress: string): Reason {
+  if (refusals.length > 0) {
+    return { code: 'drain-blocked', message: `drain blocked: ${refusals[0] ?? ''}`, detail: `drain blocked: ${refusals.join('; ')} ${progress}` };
+  }
+  if (blocks.length > 0) {
+    return { code: 'eviction-blocked', message: blocks[0] ?? '', detail: `${blocks.join('; ')} ${progress}` };
+  }
+  return {
+    code: 'waiting-for-eviction',
+    message: `draining: waiting for evicted pods to leave, ${timeoutText(timeoutSeconds)}`,
+    detail: `draining: waiting for ${listPods(pods)} to leave ${progress}`,
+  };
+}
+
+/** Why evicting the pod is (or is likely) refused: a PDB with no disruption allowed, or the API's last refusal. */
+function evictionBlock(pod: PodSnapshot, ctx: StepContext): string | null {
+  const pdb = blockingPdb(pod, ctx.pdbsByNamespace.get(pod.namespace) ?? []);
+  if (pdb !== null) return `PDB ${pdb.namespace}/${pdb.name} blocks eviction of ${pod.namespace}/${pod.name}`;
+  if (pod.evictionBlocked !== undefined) return `eviction of ${pod.namespace}/${pod.name} refused: ${pod.evictionBlocked.message}`;
+  return null;
+}
+
+function blockingPdb(pod: PodSnapshot, pdbs: readonly PdbSnapshot[]): PdbSnapshot | null {
+  for (const pdb of pdbs) {
+    if (pdb.disruptionsAllowed <= 0 && pdb.selector !== null && matchesSelector(pdb.selector, pod.labels)) return pdb;
+  }
+  return null;
+}

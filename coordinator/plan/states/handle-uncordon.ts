@@ -1,0 +1,19 @@
+import type { NodeAction } from '../action.ts';
+import { cycleAnnotationKeys } from '../needs-upgrade.ts';
+import type { StateHandler } from '../step.ts';
+
+/**
+ * Uncordon and finish, unless the node was cordoned before the upgrade began (initial-state
+ * annotation): then it stays cordoned. The state label is written before the initial-state
+ * annotation is dropped, so a crash in between never leaves uncordon-required without it.
+ */
+export const handleUncordon: StateHandler = (node, ctx) => {
+  const keys = ctx.policy.keys;
+  const name = node.view.snapshot.name;
+  const cordonedByAdmin = node.view.annotations[keys.initialStateUnschedulable] !== undefined;
+  const before: NodeAction[] = !cordonedByAdmin && node.view.unschedulable ? [{ kind: 'uncordon', node: name }] : [];
+  const after: NodeAction[] = [keys.initialStateUnschedulable, ...cycleAnnotationKeys(keys)]
+    .filter((key) => node.view.annotations[key] !== undefined)
+    .map((key) => ({ kind: 'removeAnnotation', node: name, key }));
+  return { kind: 'advance', to: 'upgrade-done', actions: before, chain: false, after };
+};

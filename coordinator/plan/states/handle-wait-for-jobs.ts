@@ -1,0 +1,27 @@
+import { matchesSelector } from '../../policy/label-selector.ts';
+import { isTerminal, listPods } from '../device-pods.ts';
+import { advance, readTimer, timeoutText, wait, type StateHandler } from '../step.ts';
+
+/**
+ * Wait until the pods matching waitForCompletion.podSelector on the node have finished. On
+ * timeout the upgrade moves on (as upstream); 0 waits forever; "" waits on nothing.
+ */
+export const handleWaitForJobs: StateHandler = (node, ctx) => {
+  const { podSelector, timeoutSeconds } = ctx.policy.waitForCompletion;
+  if (podSelector === null) return advance('pod-deletion-required', true);
+  const jobs = node.view.snapshot.pods.filter((p) => !isTerminal(p) && matchesSelector(podSelector, p.labels));
+  if (jobs.length === 0) return advance('pod-deletion-required', true);
+  const timer = readTimer(node, ctx, ctx.policy.keys.waitForPodCompletionStartTime, timeoutSeconds);
+  if (timer.expired) {
+    return advance('pod-deletion-required', true, [], `gave up waiting for job pods after ${timeoutSeconds}s: ${listPods(jobs)}`);
+  }
+  return wait(
+    {
+      code: 'waiting-for-jobs',
+      message: `waiting for job pods (${podSelector.text}) to complete, ${timeoutText(timeoutSeconds)}`,
+      detail: `waiting for job pods: ${listPods(jobs)} ${timer.progress}`,
+    },
+    timer.actions,
+    timer.deadline,
+  );
+};

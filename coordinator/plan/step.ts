@@ -1,0 +1,101 @@
+/**
+ * The contract of a state handler: given one node (as the pass sees it so far) and the pass's
+ * context, decide what happens to it now. Handlers are pure and small; plan-upgrades.ts runs them
+ * and turns their results into actions, reasons and timers.
+ */
+import type { UpgradeState } from '../../shared/keys.ts';
+import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
+import type { NodeAction, ReasonCode } from './action.ts';
+import type { PoolAssignment } from './assign-pool.ts';
+import type { DriverPodStatus } from './driver-pod-status.ts';
+import { readUnixSeconds, toUnixSeconds, type NodeView } from './node-view.ts';
+import type { PdbSnapshot } from './snapshot.ts';
+
+export interface StepContext {
+  readonly policy: DriverRolloutPolicy;
+  /** ms since epoch. */
+  readonly now: number;
+  /** DaemonSet name → newest revision hash. */
+  readonly revisions: ReadonlyMap<string, string | null>;
+  readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
+}
+
+export interface NodeContext {
+  readonly view: NodeView;
+  readonly driver: DriverPodStatus;
+  readonly pool: PoolAssignment;
+}
+
+export interface Reason {
+  readonly code: ReasonCode;
+  readonly message: string;
+  readonly detail: string;
+}
+
+export type StepResult =
+  /** Move to `to`. `actions` run before the state label changes. `chain`: run the next handler in this pass. */
+  | {
+      readonly kind: 'advance';
+      readonly to: UpgradeState;
+      readonly actions: readonly NodeAction[];
+      readonly chain: boolean;
+      /** A Warning event to emit with the transition (timeouts, failures, fallbacks). */
+      readonly warning?: string;
+      /** Actions that must run after the state label changed (e.g. dropping the initial-state annotation). */
+      readonly after?: readonly NodeAction[];
+    }
+  /** Stay; `reason` says why; `wakeAt` (ms) when a timer could change the decision. */
+  | { readonly kind: 'wait'; readonly actions: readonly NodeAction[]; readonly reason: Reason; readonly wakeAt: number | null }
+  /** Nothing to do and nothing to explain (e.g. upgrade-done and current). */
+  | { readonly kind: 'idle'; readonly actions: readonly NodeAction[] }
+  /** In upgrade-required and ready to be considered for a slot. */
+  | { readonly kind: 'candidate'; readonly actions: readonly NodeAction[] };
+
+export type StateHandler = (node: NodeContext, ctx: StepContext) => StepResult;
+
+export function advance(to: UpgradeState, chain: boolean, actions: readonly NodeAction[] = [], warning?: string): StepResult {
+  return warning === undefined ? { kind: 'advance', to, actions, chain } : { kind: 'advance', to, actions, chain, warning };
+}
+
+export function wait(reason: Reason, actions: readonly NodeAction[] = [], wakeAt: number | null = null): StepResult {
+  return { kind: 'wait', actions, reason, wakeAt };
+}
+
+/** Advance to upgrade-failed, recording why in the node's reason annotation. */
+export function fail(node: NodeContext, ctx: StepContext, why: string, actions: readonly NodeAction[] = []): StepResult {
+  const record: NodeAction = { kind: 'setAnnotation', node: node.view.snapshot.name, key: ctx.policy.keys.upgradeReason, value: why };
+  return advance('upgrade-failed', true, [...actions, record], why);
+}
+
+export interface Timer {
+  /** ms since epoch. */
+  readonly start: number;
+  /** Writes the start time when the annotation was missing (restart-safe timers live on the node). */
+  readonly actions: readonly NodeAction[];
+  /** ms since epoch, or null when the timeout is 0 (forever). */
+  readonly deadline: number | null;
+  readonly expired: boolean;
+  /** "(120s of 600s)" or "(120s, no timeout)". */
+  readonly progress: string;
+}
+
+export function readTimer(node: NodeContext, ctx: StepContext, key: string, timeoutSeconds: number): Timer {
+  const recorded = readUnixSeconds(node.view.annotations, key);
+  const start = recorded ?? ctx.now;
+  const actions: NodeAction[] =
+    recorded === null ? [{ kind: 'setAnnotation', node: node.view.snapshot.name, key, value: toUnixSeconds(ctx.now) }] : [];
+  const deadline = timeoutSeconds === 0 ? null : start + timeoutSeconds * 1000;
+  const elapsed = Math.max(0, Math.floor((ctx.now - start) / 1000));
+  return {
+    start,
+    actions,
+    deadline,
+    expired: deadline !== null && ctx.now >= deadline,
+    progress: timeoutSeconds === 0 ? `(${elapsed}s, no timeout)` : `(${elapsed}s of ${timeoutSeconds}s)`,
+  };
+}
+
+/** "timeout 600s" or "no timeout", for stable messages. */
+export function timeoutText(timeoutSeconds: number): string {
+  return timeoutSeconds === 0 ? 'no timeout' : `timeout ${timeoutSeconds}s`;
+}
