@@ -1,6 +1,6 @@
-import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KernelHeadersMissingError } from './build-errors.ts';
+import { pathExists } from './path-exists.ts';
 
 /**
  * Where kbuild trees are looked for, in order: the `build` link that the kernel's package
@@ -14,16 +14,7 @@ export function defaultHeadersDirs(kernelVersion: string): string[] {
 /** The first candidate that is a kbuild tree (has a Makefile and .config), or KernelHeadersMissingError. */
 export async function findKernelHeaders(kernelVersion: string, candidates: readonly string[]): Promise<string> {
   for (const dir of candidates) {
-    if ((await exists(join(dir, 'Makefile'))) && (await exists(join(dir, '.config')))) return dir;
+    if ((await pathExists(join(dir, 'Makefile'))) && (await pathExists(join(dir, '.config')))) return dir;
   }
   throw new KernelHeadersMissingError(kernelVersion, candidates);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -3,6 +3,7 @@ import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { BuiltModule } from './built-driver.ts';
+import { pathExists } from './path-exists.ts';
 
 /**
  * The module cache on a host path: `<cacheDir>/<kernelVersion>/<cacheKey>/` holds the .ko files
@@ -52,7 +53,7 @@ export async function lookUpCacheEntry(cacheDir: string, kernelVersion: string, 
     text = await readFile(join(dir, 'manifest.json'), 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return (await isPresent(dir)) ? { status: 'corrupt', problem: 'manifest.json is missing' } : { status: 'miss' };
+    return (await pathExists(dir)) ? { status: 'corrupt', problem: 'manifest.json is missing' } : { status: 'miss' };
   }
   let manifest: CacheManifest;
   try {
@@ -145,15 +146,6 @@ async function sha256OfFileOrUndefined(path: string): Promise<string | undefined
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
-  }
-}
-
-async function isPresent(path: string): Promise<boolean> {
-  try {
-    await readdir(path);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -16,11 +16,16 @@ export interface ModuleInUse {
 /**
  * The modules among `modules` with users outside the kernel module graph
  * (refcnt > number of holders). Holders outside `modules` are reported too, since they pin it.
+ *
+ * With `unloading` (the names of every module about to be unloaded), only holders in that set
+ * explain references: a holder that stays loaded pins the module as surely as an open file, so
+ * it counts as an outside user.
  */
-export function findModulesInUse(modules: readonly LoadedModule[]): ModuleInUse[] {
+export function findModulesInUse(modules: readonly LoadedModule[], unloading?: ReadonlySet<string>): ModuleInUse[] {
   const out: ModuleInUse[] = [];
   for (const m of modules) {
-    const outsideUsers = m.refcnt - m.holders.length;
+    const explained = unloading === undefined ? m.holders.length : m.holders.filter((h) => unloading.has(h)).length;
+    const outsideUsers = m.refcnt - explained;
     if (outsideUsers > 0) {
       out.push({ module: m.name, refcnt: m.refcnt, holders: m.holders, outsideUsers });
     }

@@ -1,0 +1,61 @@
+import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+
+/**
+ * Where modprobe finds modules and configuration. `root` is passed as `-d` (modules are read
+ * from `<root>/lib/modules/<kernelVersion>/`), `kernelVersion` as `-S`. `configDir` holds the
+ * modprobe.d files the agent writes (options, blacklists); the real adapter passes it as `-C`
+ * unless it is one of modprobe's default directories (then the defaults are read as usual).
+ */
+export interface ModuleTree {
+  readonly root: string;
+  readonly kernelVersion: string;
+  readonly configDir: string;
+}
+
+/** A .ko file to install, as the build describes it (BuiltModule fits). */
+export interface ModuleFile {
+  readonly name: string;
+  readonly path: string;
+  readonly srcversion: string | undefined;
+  readonly version: string | undefined;
+  /** From `modinfo -F depends`; the real kernel learns this from depmod, the simulated one from here. */
+  readonly dependsOn: readonly string[];
+}
+
+/** One step of modprobe's plan, in load order, dependencies first. */
+export interface LoadStep {
+  /** insmod: a .ko to insert; builtin: compiled into the kernel, nothing to load. */
+  readonly kind: 'insmod' | 'builtin';
+  readonly module: string;
+  /** The .ko path ('' for builtin). */
+  readonly path: string;
+  /** Options from the modprobe.d configuration, as modprobe would pass them. */
+  readonly options: string;
+}
+
+/**
+ * All access to the node's kernel modules. Two adapters: `createRealKernel` (modprobe, rmmod,
+ * depmod, /sys/module) and `SimulatedKernel` (in memory, writing a /sys/module-like tree).
+ * Implementations never force an unload.
+ */
+export interface KernelPort {
+  /** /sys/module/<name> when the module is loaded (refcnt present), else undefined. */
+  readModule(name: string): Promise<LoadedModule | undefined>;
+  /** Every loaded module (built-in ones, which have no refcnt, excluded). */
+  listLoaded(): Promise<LoadedModule[]>;
+  /**
+   * Copies the files into `<root>/lib/modules/<kver>/extra/<subdir>/` (replacing what was there)
+   * and runs depmod for that tree. Does not touch loaded modules.
+   */
+  installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void>;
+  /**
+   * The insmod sequence that loading `modules` needs, dependencies first, regardless of what is
+   * loaded now (`modprobe --show-depends`, a dry run). Throws KernelCommandError when one is not
+   * in the tree.
+   */
+  resolveLoadOrder(tree: ModuleTree, modules: readonly string[]): Promise<LoadStep[]>;
+  /** `modprobe <module>`: loads it and its dependencies, with options from `tree.configDir`; no-op when loaded. */
+  load(tree: ModuleTree, module: string): Promise<void>;
+  /** Unloads one module (`rmmod`, never forced). ModuleBusyError when it has users or holders. */
+  unload(module: string): Promise<void>;
+}

@@ -1,0 +1,178 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { DriverRolloutError } from '../../shared/errors.ts';
+import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { decideReload } from './decide-reload.ts';
+import { findMissingDependencies } from './find-missing-dependencies.ts';
+import { DriverInUseError, DriverVerificationError } from './kernel-errors.ts';
+import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
+import { renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
+import { planUnload } from './plan-unload.ts';
+import { writeConfigFile } from './write-config-file.ts';
+
+/** The driver to load; `BuiltDriver` from agent/build fits. */
+export interface DriverToLoad {
+  readonly driver: string;
+  readonly version: string;
+  readonly kernelVersion: string;
+  readonly modules: readonly ModuleFile[];
+}
+
+export interface ReloadDriverOptions {
+  readonly tree: ModuleTree;
+  /** Module parameters, written to `<configDir>/driver-rollout-<driver>.conf` as `options` lines. */
+  readonly parameters?: ModuleParameters;
+  /** Modules to modprobe (their dependencies come along). Default: every built module. */
+  readonly loadModules?: readonly string[];
+  /**
+   * Inbox modules that would grab the device (e.g. nouveau): blacklisted in
+   * `<configDir>/driver-rollout-<driver>-blacklist.conf` during the reload, and unloaded first
+   * when loaded (subject to the same in-use refusal).
+   */
+  readonly competingModules?: readonly string[];
+  /** Other modules of the old driver to unload when loaded (e.g. ones the new version dropped). */
+  readonly alsoUnload?: readonly string[];
+  readonly logger: Logger;
+}
+
+export interface ReloadResult {
+  /** fast-path: nothing done; reloaded: old modules unloaded and new ones loaded; loaded-fresh: nothing was loaded before. */
+  readonly outcome: 'fast-path' | 'reloaded' | 'loaded-fresh';
+  /** Why a load was needed (or why not, on the fast path). */
+  readonly reason: string;
+  /** Unloaded modules, in unload order. */
+  readonly unloaded: readonly string[];
+  /** modprobe's insmod sequence (empty on the fast path). */
+  readonly loadOrder: readonly LoadStep[];
+  /** The driver's modules as /sys/module shows them after the reload. */
+  readonly modules: readonly LoadedModule[];
+  readonly durationsMs: { readonly install: number; readonly unload: number; readonly load: number; readonly total: number };
+}
+
+/**
+ * Makes the kernel run `built`: skips when it already does (srcversion fast path), else refuses
+ * when the driver is in use (DriverInUseError, nothing changed), installs the modules and checks
+ * modprobe can resolve them (before anything is unloaded), unloads the old modules holders
+ * first, loads the new ones with modprobe and verifies /sys/module. Never forces an unload.
+ */
+export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, options: ReloadDriverOptions): Promise<ReloadResult> {
+  const started = performance.now();
+  const log = options.logger.child({ driver: built.driver, version: built.version, kernelVersion: built.kernelVersion });
+  if (built.kernelVersion !== options.tree.kernelVersion) {
+    throw new DriverRolloutError(`modules built for ${built.kernelVersion} cannot be loaded from a tree for ${options.tree.kernelVersion}`, {
+      built: built.kernelVersion,
+      tree: options.tree.kernelVersion,
+    });
+  }
+  const toLoad = modulesToLoad(built, options.loadModules);
+  const parameters = options.parameters ?? {};
+  const competing = (options.competingModules ?? []).map(sysfsModuleName);
+  const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...competing])];
+
+  const before = await readLoaded(kernel, unloadSet);
+  const decision = decideReload(built.modules, toLoad, before, parameters);
+  if (decision.kind === 'fast-path') {
+    const modules = built.modules.map((m) => before.get(m.name)).filter((m) => m !== undefined);
+    log.info({ modules: modules.map((m) => ({ name: m.name, srcversion: m.srcversion })) }, 'driver already loaded with the built srcversions; skipping the reload');
+    const total = Math.round(performance.now() - started);
+    return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, durationsMs: { install: 0, unload: 0, load: 0, total } };
+  }
+  log.info({ reason: decision.reason }, 'driver needs loading');
+  refuseWhenInUse(built.driver, [...before.values()]);
+
+  const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
+  const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
+  await writeConfigFile(optionsFile, renderModprobeOptions(parameters));
+  const installStarted = performance.now();
+  await kernel.installModules(options.tree, built.driver, built.modules);
+  const loadOrder = await kernel.resolveLoadOrder(options.tree, toLoad);
+  await refuseMissingDependencies(kernel, built.modules, loadOrder, unloadSet);
+  const install = Math.round(performance.now() - installStarted);
+  log.info({ loadOrder: loadOrder.map((s) => s.module), durationMs: install }, 'modules installed and depmod done');
+
+  if (competing.length > 0) await writeConfigFile(blacklistFile, renderBlacklist(competing));
+  try {
+    const unloadStarted = performance.now();
+    // Read again: users may have come or gone while installing.
+    const unloaded = await unloadInOrder(kernel, built.driver, unloadSet, log);
+    const unload = Math.round(performance.now() - unloadStarted);
+
+    const loadStarted = performance.now();
+    for (const module of toLoad) await kernel.load(options.tree, module);
+    const modules = await verifyLoaded(kernel, built.modules, loadOrder);
+    const load = Math.round(performance.now() - loadStarted);
+    const outcome = unloaded.length > 0 ? 'reloaded' : 'loaded-fresh';
+    const total = Math.round(performance.now() - started);
+    log.info({ outcome, unloaded, durationsMs: { install, unload, load, total } }, 'driver loaded and verified');
+    return { outcome, reason: decision.reason, unloaded, loadOrder, modules, durationsMs: { install, unload, load, total } };
+  } finally {
+    if (competing.length > 0) await rm(blacklistFile, { force: true });
+  }
+}
+
+async function refuseMissingDependencies(kernel: KernelPort, built: readonly ModuleFile[], loadOrder: readonly LoadStep[], unloadSet: readonly string[]): Promise<void> {
+  const outsideDependencies = new Set(built.flatMap((m) => m.dependsOn).filter((d) => !unloadSet.includes(d)));
+  const loadedOutside = new Set<string>();
+  for (const name of outsideDependencies) if ((await kernel.readModule(name)) !== undefined) loadedOutside.add(name);
+  const missing = findMissingDependencies(built, loadOrder, (m) => loadedOutside.has(m));
+  if (missing.length > 0) {
+    throw new DriverRolloutError(`modprobe cannot resolve the driver's dependencies in the module tree (${missing.join('; ')}); nothing was unloaded`, { missing });
+  }
+}
+
+function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undefined): string[] {
+  const names = built.modules.map((m) => m.name);
+  const toLoad = (requested ?? names).map(sysfsModuleName);
+  const unknown = toLoad.filter((m) => !names.includes(m));
+  if (unknown.length > 0) throw new DriverRolloutError(`modules to load are not part of the build: ${unknown.join(', ')}`, { unknown, built: names });
+  return toLoad;
+}
+
+async function readLoaded(kernel: KernelPort, names: readonly string[]): Promise<Map<string, LoadedModule>> {
+  const loaded = new Map<string, LoadedModule>();
+  for (const name of names) {
+    const module = await kernel.readModule(name);
+    if (module !== undefined) loaded.set(name, module);
+  }
+  return loaded;
+}
+
+function refuseWhenInUse(driver: string, loaded: readonly LoadedModule[]): readonly string[] {
+  const plan = planUnload(loaded);
+  if (plan.kind === 'in-use') throw new DriverInUseError(driver, plan.inUse);
+  return plan.order;
+}
+
+async function unloadInOrder(kernel: KernelPort, driver: string, unloadSet: readonly string[], log: Logger): Promise<string[]> {
+  const order = refuseWhenInUse(driver, [...(await readLoaded(kernel, unloadSet)).values()]);
+  const unloaded: string[] = [];
+  for (const module of order) {
+    await kernel.unload(module);
+    unloaded.push(module);
+    log.info({ module }, 'module unloaded');
+  }
+  return unloaded;
+}
+
+/** Every module modprobe inserted from this build is in /sys/module with the built srcversion. */
+async function verifyLoaded(kernel: KernelPort, built: readonly ModuleFile[], loadOrder: readonly LoadStep[]): Promise<LoadedModule[]> {
+  const problems: string[] = [];
+  const modules: LoadedModule[] = [];
+  for (const file of built) {
+    if (!loadOrder.some((s) => s.module === file.name)) continue;
+    const live = await kernel.readModule(file.name);
+    if (live === undefined) {
+      problems.push(`${file.name} is not in /sys/module after loading`);
+      continue;
+    }
+    modules.push(live);
+    if (file.srcversion !== undefined && live.srcversion !== file.srcversion) {
+      problems.push(`${file.name} srcversion is ${live.srcversion ?? '(none)'}, built ${file.srcversion}`);
+    }
+  }
+  if (problems.length > 0) throw new DriverVerificationError(`driver loaded but not verified: ${problems.join('; ')}`, { problems });
+  return modules;
+}

@@ -1,0 +1,239 @@
+import { mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleepFor } from 'node:timers/promises';
+import { readLoadedModule, sysfsModuleName, type LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import { KernelCommandError, ModuleBusyError } from './kernel-errors.ts';
+import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
+import { installDir } from './real-kernel.ts';
+import { parseModprobeConfig } from './modprobe-config.ts';
+
+export interface SimulatedKernelOptions {
+  /** Where the /sys/module-like tree is written (read back with shared/kmod, like the real one). */
+  readonly sysModuleDir: string;
+  /** `uname -r` of the simulated kernel: modules from a tree of another release fail to load (ENOEXEC). */
+  readonly runningKernelVersion: string;
+  /** How long a module's init takes (default 0); the local demo uses seconds, like nvidia's. */
+  readonly loadDurationMs?: (module: string) => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly now?: () => number;
+}
+
+/** One thing the simulated kernel did, for tests that check what happened and in which order. */
+export interface SimulatedKernelEvent {
+  readonly op: 'depmod' | 'insmod' | 'rmmod';
+  readonly module: string;
+  readonly at: number;
+}
+
+interface LiveModule {
+  readonly file: ModuleFile;
+  readonly parameters: Readonly<Record<string, string>>;
+  /** Modules that use this one's symbols. */
+  readonly holders: Set<string>;
+  /** References from outside the module graph (open device files). */
+  userReferences: number;
+  readonly loadedAt: number;
+}
+
+/**
+ * An in-memory kernel with modprobe's and the module loader's rules: dependencies load first and
+ * become holders, a module with refcnt > 0 refuses to unload (EBUSY, never forced), loading a
+ * loaded module is a no-op, options come from modprobe.d files in the tree's configDir, and a
+ * tree for another kernel release is rejected. State is mirrored to `sysModuleDir` as
+ * /sys/module does it (refcnt, holders/ links, srcversion, version, parameters/).
+ */
+export class SimulatedKernel implements KernelPort {
+  readonly history: SimulatedKernelEvent[] = [];
+  readonly #options: SimulatedKernelOptions;
+  readonly #installed = new Map<string, Map<string, ModuleFile>>();
+  readonly #live = new Map<string, LiveModule>();
+  readonly #initFailures = new Map<string, string>();
+
+  constructor(options: SimulatedKernelOptions) {
+    this.#options = options;
+  }
+
+  readModule(name: string): Promise<LoadedModule | undefined> {
+    return readLoadedModule(this.#options.sysModuleDir, name);
+  }
+
+  async listLoaded(): Promise<LoadedModule[]> {
+    const out: LoadedModule[] = [];
+    for (const name of [...this.#live.keys()].sort()) {
+      const module = await this.readModule(name);
+      if (module !== undefined) out.push(module);
+    }
+    return out;
+  }
+
+  installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void> {
+    const key = treeKey(tree);
+    const files = this.#installed.get(key) ?? new Map<string, ModuleFile>();
+    for (const [name, file] of files) {
+      if (file.path.startsWith(`${installDir(tree, subdir)}/`)) files.delete(name);
+    }
+    for (const m of modules) {
+      files.set(sysfsModuleName(m.name), { ...m, name: sysfsModuleName(m.name), path: join(installDir(tree, subdir), `${m.name}.ko`) });
+    }
+    this.#installed.set(key, files);
+    this.#record('depmod', subdir);
+    return Promise.resolve();
+  }
+
+  async resolveLoadOrder(tree: ModuleTree, modules: readonly string[]): Promise<LoadStep[]> {
+    const config = await this.#readConfig(tree);
+    const steps: LoadStep[] = [];
+    for (const module of modules) {
+      for (const file of this.#dependencyChain(tree, sysfsModuleName(module), `modprobe --show-depends ${module}`)) {
+        if (steps.some((s) => s.module === file.name)) continue;
+        const options = Object.entries(config.options.get(file.name) ?? {}).map(([k, v]) => (/\s/.test(v) ? `${k}="${v}"` : `${k}=${v}`));
+        steps.push({ kind: 'insmod', module: file.name, path: file.path, options: options.join(' ') });
+      }
+    }
+    return steps;
+  }
+
+  async load(tree: ModuleTree, module: string): Promise<void> {
+    const name = sysfsModuleName(module);
+    if (this.#live.has(name)) return;
+    const command = `modprobe ${module}`;
+    const chain = this.#dependencyChain(tree, name, command);
+    const config = await this.#readConfig(tree);
+    for (const file of chain) {
+      if (this.#live.has(file.name)) continue;
+      if (tree.kernelVersion !== this.#options.runningKernelVersion) {
+        throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': Exec format error` });
+      }
+      await this.#insert(file, config.options.get(file.name) ?? {}, command);
+    }
+  }
+
+  async unload(module: string): Promise<void> {
+    const name = sysfsModuleName(module);
+    const live = this.#live.get(name);
+    const command = `rmmod ${name}`;
+    if (live === undefined) {
+      throw new KernelCommandError({ command, exitCode: 1, stderr: `rmmod: ERROR: Module ${name} is not currently loaded` });
+    }
+    if (live.holders.size > 0 || live.userReferences > 0) {
+      const by = live.holders.size > 0 ? ` by: ${[...live.holders].sort().join(' ')}` : '';
+      throw new ModuleBusyError({ command, exitCode: 1, stderr: `rmmod: ERROR: Module ${name} is in use${by}` });
+    }
+    this.#live.delete(name);
+    await rm(join(this.#options.sysModuleDir, name), { recursive: true, force: true });
+    for (const dependency of live.file.dependsOn) {
+      this.#live.get(dependency)?.holders.delete(name);
+      await this.#writeSysfs(dependency);
+    }
+    this.#record('rmmod', name);
+  }
+
+  /** A process opens the module's device: refcnt goes up with no holder to explain it. */
+  async openDevice(module: string): Promise<{ close(): Promise<void> }> {
+    const name = sysfsModuleName(module);
+    const live = this.#live.get(name);
+    if (live === undefined) throw new KernelCommandError({ command: `open /dev/${name}`, exitCode: undefined, stderr: 'No such device (ENODEV)' });
+    live.userReferences++;
+    await this.#writeSysfs(name);
+    let closed = false;
+    return {
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        live.userReferences--;
+        await this.#writeSysfs(name);
+      },
+    };
+  }
+
+  /** The next inserts of `module` fail in its init function with this errno text (e.g. "No such device"). */
+  failInit(module: string, errnoText: string): void {
+    this.#initFailures.set(sysfsModuleName(module), errnoText);
+  }
+
+  clearInitFailure(module: string): void {
+    this.#initFailures.delete(sysfsModuleName(module));
+  }
+
+  /**
+   * The module and its installed dependencies, dependencies first, as modules.dep orders them.
+   * A dependency that is not installed is left out (depmod cannot resolve it either); inserting
+   * the module then fails unless that dependency is loaded.
+   */
+  #dependencyChain(tree: ModuleTree, module: string, command: string): ModuleFile[] {
+    const files = this.#installed.get(treeKey(tree));
+    const root = files?.get(module);
+    if (root === undefined) {
+      const dir = join(tree.root, 'lib', 'modules', tree.kernelVersion);
+      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: FATAL: Module ${module} not found in directory ${dir}` });
+    }
+    const chain: ModuleFile[] = [];
+    const visit = (file: ModuleFile): void => {
+      if (chain.includes(file)) return;
+      for (const dependency of file.dependsOn) {
+        const installed = files?.get(dependency);
+        if (installed !== undefined) visit(installed);
+      }
+      chain.push(file);
+    };
+    visit(root);
+    return chain;
+  }
+
+  async #insert(file: ModuleFile, parameters: Readonly<Record<string, string>>, command: string): Promise<void> {
+    const duration = this.#options.loadDurationMs?.(file.name) ?? 0;
+    if (duration > 0) await (this.#options.sleep ?? sleepFor)(duration);
+    if (file.dependsOn.some((d) => !this.#live.has(d))) {
+      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': Unknown symbol in module, or unknown parameter (see dmesg)` });
+    }
+    const failure = this.#initFailures.get(file.name);
+    if (failure !== undefined) {
+      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': ${failure}` });
+    }
+    this.#live.set(file.name, { file, parameters, holders: new Set(), userReferences: 0, loadedAt: this.#now() });
+    await this.#writeSysfs(file.name);
+    for (const dependency of file.dependsOn) {
+      this.#live.get(dependency)?.holders.add(file.name);
+      await this.#writeSysfs(dependency);
+    }
+    this.#record('insmod', file.name);
+  }
+
+  async #writeSysfs(name: string): Promise<void> {
+    const live = this.#live.get(name);
+    if (live === undefined) return;
+    const dir = join(this.#options.sysModuleDir, name);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(join(dir, 'holders'), { recursive: true });
+    await mkdir(join(dir, 'parameters'));
+    await writeFile(join(dir, 'refcnt'), `${live.holders.size + live.userReferences}\n`);
+    await writeFile(join(dir, 'initstate'), 'live\n');
+    if (live.file.srcversion !== undefined) await writeFile(join(dir, 'srcversion'), `${live.file.srcversion}\n`);
+    if (live.file.version !== undefined) await writeFile(join(dir, 'version'), `${live.file.version}\n`);
+    for (const holder of live.holders) await symlink(join('..', '..', holder), join(dir, 'holders', holder));
+    for (const [parameter, value] of Object.entries(live.parameters)) await writeFile(join(dir, 'parameters', parameter), `${value}\n`);
+  }
+
+  async #readConfig(tree: ModuleTree): Promise<ReturnType<typeof parseModprobeConfig>> {
+    let names: string[];
+    try {
+      names = (await readdir(tree.configDir)).filter((n) => n.endsWith('.conf')).sort();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return parseModprobeConfig([]);
+      throw error;
+    }
+    return parseModprobeConfig(await Promise.all(names.map((n) => readFile(join(tree.configDir, n), 'utf8'))));
+  }
+
+  #record(op: SimulatedKernelEvent['op'], module: string): void {
+    this.history.push({ op, module, at: this.#now() });
+  }
+
+  #now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+}
+
+function treeKey(tree: ModuleTree): string {
+  return `${tree.root}\0${tree.kernelVersion}`;
+}

@@ -1,0 +1,129 @@
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { pathExists } from '../../../../agent/build/path-exists.ts';
+import { DriverInUseError, KernelCommandError } from '../../../../agent/kernel/kernel-errors.ts';
+import type { ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
+import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
+import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
+import { silentLogger } from '../build/sample-driver.ts';
+import { aSampleDriver, aScratch, fakeSrcversion, type Scratch } from './fixtures.ts';
+
+// The reload logic with the simulated kernel (no kernel to load modules into here; the real
+// adapter's side is covered by real-kernel.test.ts and, in a VM, by test/kernel).
+describe('reloadDriver with the simulated kernel', () => {
+  let scratch: Scratch;
+  let kernel: SimulatedKernel;
+  let blacklistSeenDuringLoad: boolean[];
+  const v1 = aSampleDriver('1.0.0');
+  const v2 = aSampleDriver('2.0.0');
+  const options = (extra: Partial<ReloadDriverOptions> = {}): ReloadDriverOptions => ({ tree: scratch.tree, logger: silentLogger(), ...extra });
+  const blacklistFile = (): string => join(scratch.tree.configDir, 'driver-rollout-drsample-blacklist.conf');
+  const ops = (): string[] => kernel.history.filter((e) => e.op !== 'depmod').map((e) => `${e.op} ${e.module}`);
+
+  beforeEach(async () => {
+    scratch = await aScratch('reload-driver-');
+    blacklistSeenDuringLoad = [];
+    kernel = new SimulatedKernel({
+      sysModuleDir: scratch.sysModuleDir,
+      runningKernelVersion: scratch.tree.kernelVersion,
+      loadDurationMs: () => 1,
+      sleep: async () => {
+        blacklistSeenDuringLoad.push(await pathExists(blacklistFile()));
+      },
+    });
+  });
+  afterEach(async () => {
+    await rm(scratch.dir, { recursive: true, force: true });
+  });
+
+  it('loads a driver that is not loaded (loaded-fresh), core before net, with parameters from modprobe.d', async () => {
+    const result = await reloadDriver(kernel, v1, options({ parameters: { drsample_core: { greeting: 'hi there' } } }));
+    expect(result.outcome).toBe('loaded-fresh');
+    expect(result.unloaded).toEqual([]);
+    expect(result.loadOrder.map((s) => s.module)).toEqual(['drsample_core', 'drsample_net']);
+    expect(ops()).toEqual(['insmod drsample_core', 'insmod drsample_net']);
+    expect(result.modules.map((m) => [m.name, m.srcversion])).toEqual(v1.modules.map((m) => [m.name, m.srcversion]));
+    expect(result.modules[0]?.parameters).toEqual({ greeting: 'hi there' });
+    expect(await readFile(join(scratch.tree.configDir, 'driver-rollout-drsample.conf'), 'utf8')).toContain('options drsample_core greeting="hi there"');
+  });
+
+  it('skips the reload when the loaded srcversions equal the built ones (fast path)', async () => {
+    await reloadDriver(kernel, v1, options());
+    const before = kernel.history.length;
+    const result = await reloadDriver(kernel, v1, options());
+    expect(result.outcome).toBe('fast-path');
+    expect(kernel.history).toHaveLength(before);
+  });
+
+  it('reloads a new version: unloads holders first (the reverse of the load order), loads and verifies', async () => {
+    await reloadDriver(kernel, v1, options());
+    const result = await reloadDriver(kernel, v2, options());
+    expect(result.outcome).toBe('reloaded');
+    expect(result.reason).toContain(`drsample_core srcversion ${fakeSrcversion('drsample_core', '1.0.0')} is loaded`);
+    expect(result.unloaded).toEqual(['drsample_net', 'drsample_core']);
+    expect(ops().slice(2)).toEqual(['rmmod drsample_net', 'rmmod drsample_core', 'insmod drsample_core', 'insmod drsample_net']);
+    expect(result.modules.map((m) => m.srcversion)).toEqual(v2.modules.map((m) => m.srcversion));
+  });
+
+  it('reloads when a configured parameter differs from the loaded one', async () => {
+    await reloadDriver(kernel, v1, options({ parameters: { drsample_core: { greeting: 'hello' } } }));
+    const result = await reloadDriver(kernel, v1, options({ parameters: { drsample_core: { greeting: 'bonjour' } } }));
+    expect(result.outcome).toBe('reloaded');
+    expect(result.reason).toBe('drsample_core parameter greeting is hello, configured bonjour');
+    expect(result.modules[0]?.parameters).toEqual({ greeting: 'bonjour' });
+  });
+
+  it('refuses with "driver is in use" when a process holds /dev/drsample open, and unloads nothing', async () => {
+    await reloadDriver(kernel, v1, options());
+    const device = await kernel.openDevice('drsample_core');
+    const attempt = reloadDriver(kernel, v2, options());
+    await expect(attempt).rejects.toBeInstanceOf(DriverInUseError);
+    await expect(attempt).rejects.toThrow('driver is in use: drsample_core (refcnt 2, holders [drsample_net], 1 user(s) outside the kernel)');
+    expect(ops().filter((op) => op.startsWith('rmmod'))).toEqual([]);
+    expect((await kernel.readModule('drsample_core'))?.srcversion).toBe(v1.modules[0]?.srcversion);
+    await device.close();
+    expect((await reloadDriver(kernel, v2, options())).outcome).toBe('reloaded');
+  });
+
+  it('counts a holder that is not being unloaded as a user', async () => {
+    const rdma: ModuleFile = { name: 'other_rdma', path: '/x/other_rdma.ko', srcversion: undefined, version: undefined, dependsOn: ['drsample_core'] };
+    await kernel.installModules(scratch.tree, 'other', [rdma]);
+    await reloadDriver(kernel, v1, options());
+    await kernel.load(scratch.tree, 'other_rdma');
+    await expect(reloadDriver(kernel, v2, options())).rejects.toThrow('driver is in use: drsample_core (refcnt 2, holders [drsample_net, other_rdma], 1 user(s) outside the kernel)');
+    expect((await reloadDriver(kernel, v2, options({ alsoUnload: ['other_rdma'] }))).unloaded).toEqual(['drsample_net', 'other_rdma', 'drsample_core']);
+  });
+
+  it('unloads a loaded competing module and blacklists it only during the reload', async () => {
+    await kernel.installModules(scratch.tree, 'inbox', [{ name: 'drsample_inbox', path: '/x/drsample_inbox.ko', srcversion: undefined, version: undefined, dependsOn: [] }]);
+    await kernel.load(scratch.tree, 'drsample_inbox');
+    const result = await reloadDriver(kernel, v1, options({ competingModules: ['drsample_inbox'] }));
+    expect(result.outcome).toBe('reloaded');
+    expect(result.unloaded).toEqual(['drsample_inbox']);
+    expect(blacklistSeenDuringLoad.slice(1)).toEqual([true, true]);
+    expect(await pathExists(blacklistFile())).toBe(false);
+  });
+
+  it('a failing modprobe ends in a KernelCommandError naming the module and the reason, and removes the blacklist', async () => {
+    kernel.failInit('drsample_net', 'No such device');
+    const attempt = reloadDriver(kernel, v1, options({ competingModules: ['nouveau'] }));
+    await expect(attempt).rejects.toBeInstanceOf(KernelCommandError);
+    await expect(attempt).rejects.toThrow("modprobe drsample_net failed (exit 1): modprobe: ERROR: could not insert 'drsample_net': No such device");
+    expect(await pathExists(blacklistFile())).toBe(false);
+  });
+
+  it('a dependency that is neither in the tree nor staying loaded is refused before anything is unloaded', async () => {
+    await reloadDriver(kernel, v1, options());
+    const [core, net] = v2.modules as [ModuleFile, ModuleFile];
+    const broken = { ...v2, modules: [core, { ...net, dependsOn: ['drsample_core', 'drsample_missing'] }] };
+    await expect(reloadDriver(kernel, broken, options())).rejects.toThrow(
+      "modprobe cannot resolve the driver's dependencies in the module tree (drsample_net needs drsample_missing); nothing was unloaded",
+    );
+    expect(ops().filter((op) => op.startsWith('rmmod'))).toEqual([]);
+  });
+
+  it('refuses modules built for another kernel than the tree', async () => {
+    await expect(reloadDriver(kernel, aSampleDriver('1.0.0', '6.1.0-1-amd64'), options())).rejects.toThrow(/built for 6\.1\.0-1-amd64 cannot be loaded from a tree for 6\.1\.0-56-amd64/);
+  });
+});

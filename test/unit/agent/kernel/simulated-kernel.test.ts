@@ -1,0 +1,95 @@
+import { readlink, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { findModulesInUse } from '../../../../shared/kmod/find-module-users.ts';
+import { readLoadedModule } from '../../../../shared/kmod/read-loaded-module.ts';
+import { KernelCommandError, ModuleBusyError } from '../../../../agent/kernel/kernel-errors.ts';
+import { renderModprobeOptions } from '../../../../agent/kernel/modprobe-config.ts';
+import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
+import { writeConfigFile } from '../../../../agent/kernel/write-config-file.ts';
+import { aSampleDriver, aScratch, type Scratch } from './fixtures.ts';
+
+describe('the simulated kernel', () => {
+  let scratch: Scratch;
+  let kernel: SimulatedKernel;
+  const driver = aSampleDriver('1.0.0');
+
+  beforeEach(async () => {
+    scratch = await aScratch('simulated-kernel-');
+    kernel = new SimulatedKernel({ sysModuleDir: scratch.sysModuleDir, runningKernelVersion: scratch.tree.kernelVersion });
+    await kernel.installModules(scratch.tree, 'drsample', driver.modules);
+  });
+  afterEach(async () => {
+    await rm(scratch.dir, { recursive: true, force: true });
+  });
+
+  it('loads dependencies first and writes a /sys/module tree that shared/kmod reads like the real one', async () => {
+    await writeConfigFile(join(scratch.tree.configDir, 'x.conf'), renderModprobeOptions({ drsample_core: { greeting: 'hi there' } }));
+    await kernel.load(scratch.tree, 'drsample_net');
+    expect(kernel.history.filter((e) => e.op === 'insmod').map((e) => e.module)).toEqual(['drsample_core', 'drsample_net']);
+    const core = await readLoadedModule(scratch.sysModuleDir, 'drsample_core');
+    expect(core).toEqual({
+      name: 'drsample_core',
+      refcnt: 1,
+      holders: ['drsample_net'],
+      srcversion: driver.modules[0]?.srcversion,
+      version: '1.0.0',
+      parameters: { greeting: 'hi there' },
+    });
+    expect(await readlink(join(scratch.sysModuleDir, 'drsample_core', 'holders', 'drsample_net'))).toBe('../../drsample_net');
+    expect((await kernel.listLoaded()).map((m) => m.name)).toEqual(['drsample_core', 'drsample_net']);
+  });
+
+  it('loading a loaded module is a no-op, as modprobe', async () => {
+    await kernel.load(scratch.tree, 'drsample_net');
+    await kernel.load(scratch.tree, 'drsample_core');
+    expect(kernel.history.filter((e) => e.op === 'insmod')).toHaveLength(2);
+  });
+
+  it('refuses to unload a held module (EBUSY) and an open device makes refcnt exceed holders', async () => {
+    await kernel.load(scratch.tree, 'drsample_net');
+    await expect(kernel.unload('drsample_core')).rejects.toThrow(new ModuleBusyError({ command: 'rmmod drsample_core', exitCode: 1, stderr: 'rmmod: ERROR: Module drsample_core is in use by: drsample_net' }));
+    const device = await kernel.openDevice('drsample_core');
+    const inUse = findModulesInUse(await kernel.listLoaded());
+    expect(inUse).toEqual([{ module: 'drsample_core', refcnt: 2, holders: ['drsample_net'], outsideUsers: 1 }]);
+    await kernel.unload('drsample_net');
+    await expect(kernel.unload('drsample_core')).rejects.toBeInstanceOf(ModuleBusyError);
+    await device.close();
+    await kernel.unload('drsample_core');
+    expect(await kernel.listLoaded()).toEqual([]);
+  });
+
+  it.each([
+    ['a module not in the tree', (k: SimulatedKernel, s: Scratch) => k.load(s.tree, 'drsample_nosuch'), /FATAL: Module drsample_nosuch not found in directory/],
+    ['a tree for another kernel release', (k: SimulatedKernel, s: Scratch) => k.load({ ...s.tree, kernelVersion: '6.1.0-1-amd64' }, 'drsample_core'), /FATAL: Module drsample_core not found/],
+    ['a dependency neither installed nor loaded', async (k: SimulatedKernel, s: Scratch) => {
+      await k.installModules(s.tree, 'drsample', driver.modules.slice(1));
+      return k.load(s.tree, 'drsample_net');
+    }, /could not insert 'drsample_net': Unknown symbol in module/],
+    ['a module whose init fails', (k: SimulatedKernel, s: Scratch) => { k.failInit('drsample_core', 'No such device'); return k.load(s.tree, 'drsample_net'); }, /could not insert 'drsample_core': No such device/],
+    ['unloading a module that is not loaded', (k: SimulatedKernel) => k.unload('drsample_core'), /Module drsample_core is not currently loaded/],
+  ])('fails like modprobe/rmmod for %s', async (_name, act, message) => {
+    const attempt = act(kernel, scratch);
+    await expect(attempt).rejects.toBeInstanceOf(KernelCommandError);
+    await expect(attempt).rejects.toThrow(message);
+  });
+
+  it('rejects modules installed for another kernel release than the running one (ENOEXEC)', async () => {
+    const other = { ...scratch.tree, kernelVersion: '6.1.0-1-amd64' };
+    await kernel.installModules(other, 'drsample', driver.modules);
+    await expect(kernel.load(other, 'drsample_core')).rejects.toThrow(/could not insert 'drsample_core': Exec format error/);
+  });
+
+  it('models load time with the injected sleep', async () => {
+    const slept: number[] = [];
+    const slow = new SimulatedKernel({
+      sysModuleDir: scratch.sysModuleDir,
+      runningKernelVersion: scratch.tree.kernelVersion,
+      loadDurationMs: (m) => (m === 'drsample_core' ? 3000 : 500),
+      sleep: (ms) => { slept.push(ms); return Promise.resolve(); },
+    });
+    await slow.installModules(scratch.tree, 'drsample', driver.modules);
+    await slow.load(scratch.tree, 'drsample_net');
+    expect(slept).toEqual([3000, 500]);
+  });
+});
