@@ -1,0 +1,65 @@
+/**
+ * Coalesces triggers into wake-ups: many triggers within `debounceMs` wake the loop once, and a
+ * trigger during a pass wakes it again right after (single flight, nothing lost). A timer can
+ * be armed for a deadline; only the earliest pending one is kept.
+ */
+export class WakeSignal {
+  private readonly debounceMs: number;
+  private pending = false;
+  private waiter: (() => void) | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+  private deadline: { at: number; timer: NodeJS.Timeout } | undefined;
+
+  constructor(debounceMs: number) {
+    this.debounceMs = debounceMs;
+  }
+
+  trigger(): void {
+    if (this.debounce !== undefined) return;
+    this.debounce = setTimeout(() => {
+      this.debounce = undefined;
+      this.fire();
+    }, this.debounceMs);
+  }
+
+  /** Wake at `atMs` (ms since epoch) unless an earlier wake-up is already armed. */
+  wakeAt(atMs: number, nowMs: number): void {
+    if (this.deadline !== undefined && this.deadline.at <= atMs) return;
+    if (this.deadline !== undefined) clearTimeout(this.deadline.timer);
+    const timer = setTimeout(() => {
+      this.deadline = undefined;
+      this.fire();
+    }, Math.max(0, atMs - nowMs));
+    this.deadline = { at: atMs, timer };
+  }
+
+  /** Resolves at the next wake-up (at once if one is pending) or when `signal` aborts. */
+  wait(signal: AbortSignal): Promise<void> {
+    if (this.pending || signal.aborted) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        signal.removeEventListener('abort', done);
+        this.waiter = undefined;
+        this.pending = false;
+        resolve();
+      };
+      this.waiter = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  dispose(): void {
+    clearTimeout(this.debounce);
+    if (this.deadline !== undefined) clearTimeout(this.deadline.timer);
+    this.debounce = undefined;
+    this.deadline = undefined;
+  }
+
+  private fire(): void {
+    this.pending = true;
+    this.waiter?.();
+  }
+}

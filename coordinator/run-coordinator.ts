@@ -1,0 +1,70 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../shared/logger.ts';
+import { startClusterCaches } from './cluster/cluster-caches.ts';
+import type { CoordinatorConfig } from './config.ts';
+import { createKubeClusterWriter } from './execute/kube-cluster-writer.ts';
+import { createKubeLeasePort } from './leader/kube-lease-port.ts';
+import { runLeaderElection } from './leader/run-leader-election.ts';
+import { CoordinatorMetrics } from './metrics/coordinator-metrics.ts';
+import { serveHttp } from './metrics/serve-http.ts';
+import { createReconciler, type Planner } from './reconcile/reconciler.ts';
+
+export const COORDINATOR_COMPONENT = 'driver-rollout-coordinator';
+
+export interface CoordinatorHandle {
+  /** Port of /metrics, /healthz, /readyz. */
+  readonly port: number;
+  /** Settles when the coordinator has stopped (after `signal` aborted): lease released, servers closed. */
+  readonly done: Promise<void>;
+}
+
+/**
+ * Wires the coordinator: informer caches (both replicas keep them warm), HTTP endpoints, and
+ * the reconcile loop, which runs only while this replica holds the Lease, so only the leader
+ * writes. Stops when `signal` aborts.
+ */
+export async function runCoordinator(
+  config: CoordinatorConfig,
+  deps: { readonly kc: KubeConfig; readonly logger: Logger; readonly plan: Planner },
+  signal: AbortSignal,
+): Promise<CoordinatorHandle> {
+  const { kc, logger } = deps;
+  const metrics = new CoordinatorMetrics();
+  let trigger = (): void => undefined;
+  const caches = startClusterCaches({ kc, namespaces: config.namespaces, logger, onChange: () => { trigger(); } });
+  const reconciler = createReconciler({
+    caches,
+    writer: createKubeClusterWriter(kc, { component: COORDINATOR_COMPONENT, instance: config.identity }),
+    plan: deps.plan,
+    metrics,
+    logger,
+  });
+  trigger = () => { reconciler.trigger(); };
+  const http = await serveHttp({ registry: metrics.registry, notReadyReason: () => caches.notSyncedReason(), logger }, config.metricsPort, signal);
+  logger.info({ port: http.port, identity: config.identity, namespaces: config.namespaces }, 'coordinator started');
+  const election = runLeaderElection(
+    {
+      port: createKubeLeasePort(kc, config.leaseNamespace, config.leaseName),
+      identity: config.identity,
+      leaseDurationSeconds: config.leaseDurationSeconds,
+      renewDeadlineMs: config.renewDeadlineMs,
+      retryPeriodMs: config.retryPeriodMs,
+      logger,
+      lead: async (leading) => {
+        metrics.setLeader(true);
+        try {
+          await reconciler.run(leading);
+        } finally {
+          metrics.setLeader(false);
+        }
+      },
+    },
+    signal,
+  );
+  const done = (async () => {
+    await election;
+    await caches.stop();
+    await http.closed;
+  })();
+  return { port: http.port, done };
+}
