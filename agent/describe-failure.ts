@@ -1,0 +1,47 @@
+import {
+  BuildOutputError,
+  CompileError,
+  KernelHeadersMissingError,
+  ModuleSigningError,
+  SourceChecksumError,
+  SourceFetchError,
+} from './build/build-errors.ts';
+import { DriverInUseError, DriverVerificationError, KernelCommandError, ModuleBusyError } from './kernel/kernel-errors.ts';
+
+/** The step of the flow that failed. */
+export type AgentStep = 'detect' | 'build' | 'load' | 'verify';
+
+export interface FailureDescription {
+  /** CamelCase reason for the pod condition, the node Event and the failure metric. */
+  readonly reason: string;
+  /** `Failed: <why>`, naming what to do where the error knows it (the headers package to install). */
+  readonly message: string;
+}
+
+/** Known errors first (most specific class first), in order; anything else is named after its step. */
+const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] = [
+  [KernelHeadersMissingError, 'KernelHeadersMissing'],
+  [CompileError, 'CompileFailed'],
+  [SourceChecksumError, 'SourceChecksumMismatch'],
+  [SourceFetchError, 'SourceFetchFailed'],
+  [ModuleSigningError, 'ModuleSigningFailed'],
+  [BuildOutputError, 'BuildOutputInvalid'],
+  [DriverInUseError, 'DriverInUse'],
+  [ModuleBusyError, 'DriverInUse'],
+  [DriverVerificationError, 'VerifyFailed'],
+  [KernelCommandError, 'LoadFailed'],
+];
+
+const STEP_REASONS: Readonly<Record<AgentStep, string>> = {
+  detect: 'DetectionFailed',
+  build: 'BuildFailed',
+  load: 'LoadFailed',
+  verify: 'VerifyFailed',
+};
+
+/** Pure: how a failed step is shown to people. Never throws, whatever was thrown. */
+export function describeFailure(step: AgentStep, error: unknown): FailureDescription {
+  const reason = REASONS.find(([kind]) => error instanceof kind)?.[1] ?? STEP_REASONS[step];
+  const why = error instanceof Error ? error.message : String(error);
+  return { reason, message: `Failed: ${why}` };
+}

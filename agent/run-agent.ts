@@ -1,0 +1,259 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleepFor } from 'node:timers/promises';
+import { toError } from '../shared/errors.ts';
+import type { Logger } from '../shared/logger.ts';
+import { NodeLockError } from './acquire-node-lock.ts';
+import type { BuiltDriver } from './build/built-driver.ts';
+import { describeDevice, hasDevices, type NodeDetection } from './detect/detect-node.ts';
+import { describeFailure, type AgentStep } from './describe-failure.ts';
+import type { AgentMetrics } from './report/agent-metrics.ts';
+import type { DriverState } from './report/driver-state.ts';
+import type { StateReporter } from './report/state-reporter.ts';
+import { retryDelay } from './retry-delay.ts';
+
+/** What the reload did: replaced modules, or found the built ones already loaded (srcversion fast path). */
+export interface LoadOutcome {
+  readonly changed: boolean;
+  /** One line for the log and the condition, e.g. `unloaded [a, b], loaded [b, a]`. */
+  readonly summary: string;
+}
+
+/** The driver as /sys/module shows it after loading. */
+export interface VerifiedDriver {
+  readonly version: string;
+  readonly modules: readonly string[];
+}
+
+/** The work the flow orders; main.ts wires them to detection, buildDriver and reloadDriver. */
+export interface AgentSteps {
+  detect(): Promise<NodeDetection>;
+  build(detection: NodeDetection, signal: AbortSignal): Promise<BuiltDriver>;
+  load(built: BuiltDriver, signal: AbortSignal): Promise<LoadOutcome>;
+  /** Throws when a module is not loaded or is not the built one. */
+  verify(built: BuiltDriver): Promise<VerifiedDriver>;
+  /** Unloads the driver's modules (never forced); used on stop when configured. */
+  unload(signal: AbortSignal): Promise<void>;
+}
+
+export interface LockEvents {
+  /** Another agent holds the lock (called on every try while it does). */
+  readonly onWaiting: () => void;
+  /** The lock was lost while held. */
+  readonly onLost: (error: Error) => void;
+}
+
+export interface AgentDeps {
+  readonly driver: string;
+  readonly steps: AgentSteps;
+  readonly reporter: StateReporter;
+  readonly metrics: AgentMetrics;
+  readonly log: Logger;
+  /** Takes the node lock, waiting while another agent holds it; resolves to its release. */
+  readonly lock: (signal: AbortSignal, events: LockEvents) => Promise<() => Promise<void>>;
+  readonly retry: { readonly initialMs: number; readonly maxMs: number };
+  /** How often a loaded driver is checked again (someone may `rmmod` it behind our back). */
+  readonly verifyIntervalMs: number;
+  readonly unloadOnStop: boolean;
+  /** How long stopping waits for the API server to take the not-ready condition. */
+  readonly stopFlushMs: number;
+  readonly random: () => number;
+}
+
+type Attempt =
+  | { readonly kind: 'loaded'; readonly built: BuiltDriver }
+  | { readonly kind: 'no-device' }
+  | { readonly kind: 'failed'; readonly step: AgentStep; readonly error: Error }
+  | { readonly kind: 'aborted' };
+
+const STOPPING: DriverState = { phase: 'Stopping', reason: 'Stopping', message: 'agent stopping: driver readiness withdrawn' };
+
+/**
+ * The agent's life: lock → detect → (no device: Ready "NoDevice" and idle) → build → load →
+ * verify → Ready, then re-verify now and then. A failed step is shown with its reason and
+ * retried with backoff; nothing a step throws crashes the agent. On `signal` (SIGTERM),
+ * readiness is withdrawn at once (the not-ready condition is sent within `stopFlushMs`), the
+ * driver is unloaded only if configured, and the lock is released. Throws only when the lock is
+ * lost, so main.ts exits non-zero and the kubelet restarts the container.
+ */
+export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<void> {
+  const { log, reporter } = deps;
+  const stop = new AbortController();
+  let lockLost: Error | undefined;
+  const onAbort = () => {
+    stop.abort(signal.reason);
+    reporter.report(STOPPING).catch((error: unknown) => { log.error({ err: error }, 'cannot withdraw readiness'); });
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  // Once stopping, nothing the flow still finishes may make the pod look ready again.
+  const report = (state: DriverState) => (stop.signal.aborted ? Promise.resolve() : reporter.report(state));
+
+  await report({ phase: 'Starting', reason: 'Starting', message: `${deps.driver} agent starting` });
+  let release: (() => Promise<void>) | undefined;
+  let loadedOnce = false;
+  try {
+    let waiting = false;
+    release = await deps.lock(stop.signal, {
+      onWaiting: () => {
+        if (waiting) return;
+        waiting = true;
+        void report({ phase: 'WaitingForLock', reason: 'WaitingForLock', message: 'another agent for this driver holds the node lock' });
+      },
+      onLost: (error) => {
+        lockLost = error;
+        log.error({ err: error }, 'node lock lost: another agent may be running; stopping');
+        stop.abort(error);
+      },
+    });
+    let failures = 0;
+    while (!stop.signal.aborted) {
+      const attempt = await attemptOnce(deps, report, stop.signal);
+      if (attempt.kind === 'aborted') break;
+      if (attempt.kind === 'no-device') {
+        await sleepUntilAborted(stop.signal);
+        break;
+      }
+      if (attempt.kind === 'loaded') {
+        loadedOnce = true;
+        failures = 0;
+        const lost = await watchLoaded(deps, attempt.built, stop.signal);
+        if (lost === undefined) break;
+        await reportFailure(deps, report, 'verify', lost);
+        continue;
+      }
+      failures += 1;
+      await reportFailure(deps, report, attempt.step, attempt.error);
+      const delay = retryDelay(failures, deps.retry, deps.random());
+      log.info({ attempt: failures, delayMs: delay }, 'retrying after a failure');
+      await sleepOrAbort(delay, stop.signal);
+    }
+  } catch (error) {
+    if (!(error instanceof NodeLockError && stop.signal.aborted)) throw error;
+  } finally {
+    await shutDown(deps, release, loadedOnce);
+  }
+  if (lockLost !== undefined) throw new NodeLockError('the node lock was lost while the agent ran', {}, { cause: lockLost });
+}
+
+async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<void>, signal: AbortSignal): Promise<Attempt> {
+  const { log, metrics, steps } = deps;
+  let step: AgentStep = 'detect';
+  try {
+    await report({ phase: 'Detecting', reason: 'Detecting', message: 'looking for devices this driver serves' });
+    const detection = await steps.detect();
+    const deviceCount = detection.devices.length;
+    const kernel = detection.host.kernelRelease;
+    if (!hasDevices(detection)) {
+      log.info({ kernel }, 'no device this driver serves on this node: nothing to do');
+      await report({ phase: 'NoDevice', reason: 'NoDevice', message: `no ${deps.driver} device on this node`, deviceCount: 0 });
+      return { kind: 'no-device' };
+    }
+    log.info({ kernel, devices: detection.devices.map(describeDevice) }, `${deviceCount} device(s) to serve`);
+
+    step = 'build';
+    await report({ phase: 'Building', reason: 'Building', message: `building the ${deps.driver} driver for kernel ${kernel}`, deviceCount });
+    const buildStarted = performance.now();
+    let built: BuiltDriver;
+    try {
+      built = await steps.build(detection, signal);
+    } catch (error) {
+      metrics.observeBuild(secondsSince(buildStarted), 'failed');
+      throw error;
+    }
+    metrics.observeBuild(secondsSince(buildStarted), built.cacheHit ? 'cached' : 'built');
+    if (signal.aborted) return { kind: 'aborted' };
+
+    step = 'load';
+    const names = built.modules.map((m) => m.name).join(', ');
+    await report({ phase: 'Loading', reason: 'Loading', message: `loading ${names} (${built.version}, ${built.cacheHit ? 'from the cache' : 'freshly built'})`, deviceCount });
+    const loadStarted = performance.now();
+    let outcome: LoadOutcome;
+    try {
+      outcome = await steps.load(built, signal);
+    } catch (error) {
+      metrics.observeLoad(secondsSince(loadStarted), 'failed');
+      throw error;
+    }
+    metrics.observeLoad(secondsSince(loadStarted), outcome.changed ? 'loaded' : 'unchanged');
+    log.info({ changed: outcome.changed }, outcome.summary);
+
+    step = 'verify';
+    await report({ phase: 'Verifying', reason: 'Verifying', message: `checking ${names} in /sys/module`, deviceCount });
+    const verified = await steps.verify(built);
+    await report({
+      phase: 'Loaded',
+      reason: 'Loaded',
+      message: `${deps.driver} ${verified.version} loaded on kernel ${kernel} (${verified.modules.join(', ')}; ${outcome.changed ? 'reloaded' : 'already loaded'})`,
+      driverVersion: verified.version,
+      deviceCount,
+    });
+    return { kind: 'loaded', built };
+  } catch (error) {
+    if (signal.aborted) return { kind: 'aborted' };
+    return { kind: 'failed', step, error: toError(error) };
+  }
+}
+
+async function reportFailure(deps: AgentDeps, report: (s: DriverState) => Promise<void>, step: AgentStep, error: Error): Promise<void> {
+  const { reason, message } = describeFailure(step, error);
+  deps.log.error({ err: error, step, reason }, message);
+  deps.metrics.countFailure(reason);
+  const previous = deps.reporter.current();
+  await report({ phase: 'Failed', reason, message, deviceCount: previous.deviceCount });
+}
+
+/** Re-verifies a loaded driver until stopped; returns the error if it stops being loaded. */
+async function watchLoaded(deps: AgentDeps, built: BuiltDriver, signal: AbortSignal): Promise<Error | undefined> {
+  for (;;) {
+    await sleepOrAbort(deps.verifyIntervalMs, signal);
+    if (signal.aborted) return undefined;
+    try {
+      await deps.steps.verify(built);
+    } catch (error) {
+      return isAborted(signal) ? undefined : toError(error);
+    }
+  }
+}
+
+async function shutDown(deps: AgentDeps, release: (() => Promise<void>) | undefined, loaded: boolean): Promise<void> {
+  const { log, reporter } = deps;
+  await reporter.report(STOPPING);
+  if (!(await reporter.flush(deps.stopFlushMs))) log.warn('the not-ready condition may not have reached the API server');
+  if (deps.unloadOnStop && loaded && release !== undefined) {
+    // The unload is deliberate: it gets its own signal, bounded by the pod's grace period.
+    try {
+      await deps.steps.unload(new AbortController().signal);
+      log.info('driver unloaded on stop');
+    } catch (error) {
+      log.error({ err: error }, 'cannot unload the driver on stop; leaving it loaded');
+    }
+  }
+  reporter.stop();
+  if (release !== undefined) {
+    await release().catch((error: unknown) => { log.warn({ err: error }, 'cannot release the node lock'); });
+  }
+}
+
+/** Read through a call: the signal flips while awaiting, which TypeScript's narrowing cannot see. */
+function isAborted(signal: AbortSignal): boolean {
+  return signal.aborted;
+}
+
+function secondsSince(start: number): number {
+  return (performance.now() - start) / 1000;
+}
+
+async function sleepOrAbort(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await sleepFor(ms, undefined, { signal });
+  } catch {
+    // Aborted: the caller checks the signal.
+  }
+}
+
+function sleepUntilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    signal.addEventListener('abort', () => { resolve(); }, { once: true });
+  });
+}
