@@ -1,6 +1,16 @@
 import { matchesSelector } from '../../policy/label-selector.ts';
 import { isTerminal, listPods } from '../device-pods.ts';
-import { advance, fail, readTimer, timeoutText, wait, type StateHandler } from '../step.ts';
+import type { PodSnapshot } from '../snapshot.ts';
+import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext } from '../step.ts';
+
+/** The validator pods on the node and which of them are not Ready; `passed` when validation is off or all of at least one are Ready. */
+export function checkValidators(node: NodeContext, ctx: StepContext): { passed: boolean; validators: readonly PodSnapshot[]; notReady: readonly PodSnapshot[] } {
+  const podSelector = ctx.policy.validation.podSelector;
+  if (podSelector === null) return { passed: true, validators: [], notReady: [] };
+  const validators = node.view.snapshot.pods.filter((p) => !isTerminal(p) && !p.deleting && matchesSelector(podSelector, p.labels));
+  const notReady = validators.filter((p) => !p.ready);
+  return { passed: validators.length > 0 && notReady.length === 0, validators, notReady };
+}
 
 /**
  * Validator pods (validation.podSelector) on the node must all be Ready, at least one of them.
@@ -9,10 +19,8 @@ import { advance, fail, readTimer, timeoutText, wait, type StateHandler } from '
  */
 export const handleValidation: StateHandler = (node, ctx) => {
   const { podSelector, timeoutSeconds } = ctx.policy.validation;
-  if (podSelector === null) return advance('uncordon-required', true);
-  const validators = node.view.snapshot.pods.filter((p) => !isTerminal(p) && !p.deleting && matchesSelector(podSelector, p.labels));
-  const notReady = validators.filter((p) => !p.ready);
-  if (validators.length > 0 && notReady.length === 0) return advance('uncordon-required', true);
+  const { passed, validators, notReady } = checkValidators(node, ctx);
+  if (passed || podSelector === null) return advance('uncordon-required', true);
   const timer = readTimer(node, ctx, ctx.policy.keys.validationStartTime, timeoutSeconds);
   const missing = validators.length === 0 ? `no validator pod (${podSelector.text}) on the node` : `validator pods not Ready: ${listPods(notReady)}`;
   if (timer.expired) return fail(node, ctx, `validation timed out after ${timeoutSeconds}s: ${missing}`);

@@ -1,0 +1,593 @@
+/**
+ * One or more cases per state transition. Each case: a cluster, a policy, and what the plan must
+ * do to node n1: its effects in order (state changes, cordon, pod deletions, evictions, driver
+ * restarts), why it waits, and which annotations it writes.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ReasonCode } from '../../../../coordinator/plan/action.ts';
+import type { PdbSnapshot } from '../../../../coordinator/plan/snapshot.ts';
+import {
+  KEYS,
+  NOW,
+  aCluster,
+  aNode,
+  aPdb,
+  aPod,
+  aPolicy,
+  annotationWrites,
+  effectsOf,
+  planAt,
+  reasonOf,
+  secondsAgo,
+  type NodeBuilder,
+  type UpgradePolicyInput,
+} from './fixtures.ts';
+
+interface Case {
+  readonly name: string;
+  readonly node: NodeBuilder;
+  readonly policy?: UpgradePolicyInput;
+  readonly others?: readonly NodeBuilder[];
+  readonly pdbs?: readonly PdbSnapshot[];
+  /** Exactly these effects on n1, in order. */
+  readonly effects: readonly string[];
+  /** n1's reason after the pass (undefined: n1 is not waiting). */
+  readonly reason?: ReasonCode;
+  /** n1's reason detail matches. */
+  readonly detail?: RegExp;
+  /** Annotation writes on n1 (a subset; null = removed). */
+  readonly annotations?: Readonly<Record<string, string | null>>;
+  readonly wakeAt?: number | null;
+}
+
+const JOBS = { waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 600 } } as const;
+const DELETION = { podDeletion: {} } as const;
+const DRAIN = { drain: { enable: true, timeoutSeconds: 300 } } as const;
+const VALIDATION = { validation: { podSelector: 'app=nvidia-operator-validator', timeoutSeconds: 600 } } as const;
+const gpuPod = (name: string) => aPod(name).requesting('nvidia.com/gpu');
+
+const cases: Record<string, readonly Case[]> = {
+  unknown: [
+    { name: 'current driver pod → upgrade-done', node: aNode('n1'), effects: ['state:upgrade-done'] },
+    {
+      name: 'out-of-date driver pod → upgrade-required, starts and is cordoned',
+      node: aNode('n1').outdated(),
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+    },
+    {
+      name: 'safe-load annotation with a current pod → upgrade-required',
+      node: aNode('n1').waitingForSafeLoad(),
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+    },
+    { name: 'no driver pod → waits', node: aNode('n1').withoutDriverPod(), effects: [], reason: 'no-driver-pod' },
+  ],
+  'upgrade-done': [
+    { name: 'current → nothing', node: aNode('n1').inState('upgrade-done'), effects: [] },
+    {
+      name: 'new DaemonSet revision → upgrade-required → cordon-required',
+      node: aNode('n1').inState('upgrade-done').outdated(),
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+    },
+    {
+      name: 'upgrade-requested annotation → upgrade-required; the annotation is consumed at the start',
+      node: aNode('n1').inState('upgrade-done').annotated({ [KEYS.upgradeRequested]: 'true' }),
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      annotations: { [KEYS.upgradeRequested]: null },
+    },
+    {
+      name: 'leftover bookkeeping annotations are removed',
+      node: aNode('n1').inState('upgrade-done').annotated({ [KEYS.initialStateUnschedulable]: 'true', [KEYS.drainStartTime]: secondsAgo(9) }),
+      effects: [],
+      annotations: { [KEYS.initialStateUnschedulable]: null, [KEYS.drainStartTime]: null },
+    },
+  ],
+  'upgrade-required': [
+    {
+      name: 'start records the start time and takes no initial-state mark on a schedulable node',
+      node: aNode('n1').inState('upgrade-required').outdated(),
+      effects: ['state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      annotations: { [KEYS.upgradeStartTime]: secondsAgo(0) },
+    },
+    {
+      name: 'an admin-cordoned node gets the initial-state annotation and no cordon',
+      node: aNode('n1').inState('upgrade-required').outdated().cordoned(),
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.initialStateUnschedulable]: 'true' },
+    },
+    {
+      name: 'paused (autoUpgrade false) → waits',
+      node: aNode('n1').inState('upgrade-required').outdated(),
+      policy: { autoUpgrade: false },
+      effects: [],
+      reason: 'paused',
+    },
+    {
+      name: 'skip label → waits',
+      node: aNode('n1').inState('upgrade-required').outdated().labelled({ [KEYS.upgradeSkip]: 'true' }),
+      effects: [],
+      reason: 'skipped',
+    },
+    {
+      name: 'no parallel slot → waits, naming the pool and the count',
+      node: aNode('n1').inState('upgrade-required').outdated(),
+      policy: { maxParallelUpgrades: 1 },
+      others: [aNode('n0').inState('drain-required').cordoned().with(aPod('w'))],
+      effects: [],
+      reason: 'no-slot',
+      detail: /^no slot: 1\/1 upgrading in pool default$/,
+    },
+    {
+      name: 'no unavailable slot → waits; an admin-cordoned node counts',
+      node: aNode('n1').inState('upgrade-required').outdated(),
+      policy: { maxUnavailable: 1 },
+      others: [aNode('n0').cordoned()],
+      effects: [],
+      reason: 'no-slot',
+      detail: /^no slot: 1\/1 unavailable in pool default$/,
+    },
+    {
+      name: 'a NotReady node counts as unavailable',
+      node: aNode('n1').inState('upgrade-required').outdated(),
+      policy: { maxUnavailable: 1 },
+      others: [aNode('n0').notReady()],
+      effects: [],
+      reason: 'no-slot',
+    },
+    {
+      name: 'driver became current before the start (rollback) → upgrade-done',
+      node: aNode('n1').inState('upgrade-required'),
+      effects: ['state:upgrade-done'],
+    },
+    {
+      name: 'a retry after a failed cycle keeps the initial-state annotation and the start time',
+      node: aNode('n1')
+        .inState('upgrade-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.upgradeStartTime]: secondsAgo(3600) }),
+      policy: DRAIN,
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: {},
+    },
+  ],
+  'cordon-required': [
+    {
+      name: 'schedulable → cordon, then stop until the cordon is seen',
+      node: aNode('n1').inState('cordon-required').outdated().with(gpuPod('train')),
+      policy: DELETION,
+      effects: ['cordon', 'state:wait-for-jobs-required'],
+    },
+    {
+      name: 'already cordoned → moves on in the same pass',
+      node: aNode('n1').inState('cordon-required').outdated().cordoned().with(gpuPod('train')),
+      policy: DELETION,
+      effects: ['state:wait-for-jobs-required', 'state:pod-deletion-required', 'deletePod:work/train'],
+      reason: 'waiting-for-pod-deletion',
+    },
+  ],
+  'wait-for-jobs-required': [
+    {
+      name: 'no podSelector → pod-deletion-required',
+      node: aNode('n1').inState('wait-for-jobs-required').outdated().cordoned().with(aPod('job').labelled({ app: 'train' })),
+      effects: ['state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+    {
+      name: 'job pods running → waits, records the start time, wakes at the timeout',
+      node: aNode('n1')
+        .inState('wait-for-jobs-required')
+        .outdated()
+        .cordoned()
+        .with(aPod('a').inNamespace('ml').labelled({ app: 'train' }), aPod('b').inNamespace('ml').labelled({ app: 'train' }), aPod('other')),
+      policy: JOBS,
+      effects: [],
+      reason: 'waiting-for-jobs',
+      detail: /^waiting for job pods: ml\/a, ml\/b \(0s of 600s\)$/,
+      annotations: { [KEYS.waitForPodCompletionStartTime]: secondsAgo(0) },
+      wakeAt: Math.floor(NOW / 1000) * 1000 + 600_000,
+    },
+    {
+      name: 'resumes the recorded start time',
+      node: aNode('n1')
+        .inState('wait-for-jobs-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.waitForPodCompletionStartTime]: secondsAgo(120) })
+        .with(aPod('a').inNamespace('ml').labelled({ app: 'train' })),
+      policy: JOBS,
+      effects: [],
+      reason: 'waiting-for-jobs',
+      detail: /\(120s of 600s\)$/,
+      annotations: {},
+    },
+    {
+      name: 'finished job pods do not hold the node',
+      node: aNode('n1')
+        .inState('wait-for-jobs-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.waitForPodCompletionStartTime]: secondsAgo(30) })
+        .with(aPod('a').labelled({ app: 'train' }).inPhase('Succeeded')),
+      policy: JOBS,
+      effects: ['state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.waitForPodCompletionStartTime]: null },
+    },
+    {
+      name: 'timeout → moves on to pod deletion',
+      node: aNode('n1')
+        .inState('wait-for-jobs-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.waitForPodCompletionStartTime]: secondsAgo(600) })
+        .with(aPod('a').labelled({ app: 'train' })),
+      policy: { ...JOBS, ...DELETION },
+      effects: ['state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+    {
+      name: 'timeoutSeconds 0 waits forever (no wake-up)',
+      node: aNode('n1')
+        .inState('wait-for-jobs-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.waitForPodCompletionStartTime]: secondsAgo(86_400) })
+        .with(aPod('a').labelled({ app: 'train' })),
+      policy: { waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 0 } },
+      effects: [],
+      reason: 'waiting-for-jobs',
+      detail: /\(86400s, no timeout\)$/,
+      wakeAt: null,
+    },
+  ],
+  'pod-deletion-required': [
+    {
+      name: 'no podDeletion configured → drain-required',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('train')),
+      policy: DRAIN,
+      effects: ['state:drain-required', 'evictPod:work/train'],
+      reason: 'waiting-for-eviction',
+    },
+    {
+      name: 'deletes pods using the device (gpu and mig resources), not others, not DaemonSet pods',
+      node: aNode('n1')
+        .inState('pod-deletion-required')
+        .outdated()
+        .cordoned()
+        .with(gpuPod('a'), aPod('b').requesting('cpu', 'nvidia.com/mig-1g.5gb'), aPod('web').requesting('cpu'), gpuPod('dcgm').ownedBy('DaemonSet'), gpuPod('gone').terminating()),
+      policy: DELETION,
+      effects: ['deletePod:work/a', 'deletePod:work/b'],
+      reason: 'waiting-for-pod-deletion',
+      annotations: { [KEYS.podDeletionStartTime]: secondsAgo(0) },
+    },
+    {
+      name: 'podSelector adds device pods that request nothing',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(aPod('rdma').labelled({ net: 'rdma' })),
+      policy: { podDeletion: { podSelector: 'net=rdma' } },
+      effects: ['deletePod:work/rdma'],
+      reason: 'waiting-for-pod-deletion',
+    },
+    {
+      name: 'no device pod left → pod-restart-required, skipping drain',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(aPod('web').requesting('cpu')),
+      policy: { ...DELETION, ...DRAIN },
+      effects: ['state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+    {
+      name: 'a pod no controller manages, without force → drain (enabled)',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('bare').ownedBy(null)),
+      policy: { ...DELETION, drain: { enable: true, force: true } },
+      effects: ['state:drain-required', 'evictPod:work/bare'],
+      reason: 'waiting-for-eviction',
+    },
+    {
+      name: 'a pod no controller manages, without force, drain disabled → upgrade-failed',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('bare').ownedBy(null)),
+      policy: DELETION,
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+      detail: /cannot delete device pods: work\/bare \(not managed by a controller; set podDeletion.force\); drain is not enabled/,
+    },
+    {
+      name: 'force deletes unmanaged pods',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('bare').ownedBy(null)),
+      policy: { podDeletion: { force: true } },
+      effects: ['deletePod:work/bare'],
+      reason: 'waiting-for-pod-deletion',
+    },
+    {
+      name: 'emptyDir without deleteEmptyDir → upgrade-failed (drain disabled)',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('scratch').withEmptyDir()),
+      policy: DELETION,
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+    },
+    {
+      name: 'timeout with pods still terminating → drain',
+      node: aNode('n1')
+        .inState('pod-deletion-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.podDeletionStartTime]: secondsAgo(300) })
+        .with(gpuPod('slow').terminating()),
+      policy: { ...DELETION, ...DRAIN },
+      effects: ['state:drain-required'],
+      reason: 'waiting-for-eviction',
+      annotations: { [KEYS.podDeletionStartTime]: null, [KEYS.drainStartTime]: secondsAgo(0) },
+    },
+  ],
+  'drain-required': [
+    {
+      name: 'drain disabled → pod-restart-required',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().with(aPod('web')),
+      effects: ['state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+    {
+      name: 'evicts every pod but DaemonSet, mirror, drain-skip and finished pods',
+      node: aNode('n1')
+        .inState('drain-required')
+        .outdated()
+        .cordoned()
+        .with(
+          aPod('web'),
+          aPod('job').ownedBy('Job'),
+          aPod('ds').ownedBy('DaemonSet'),
+          aPod('static').mirror().ownedBy('Node'),
+          aPod('keep').labelled({ [KEYS.drainSkip]: 'true' }),
+          aPod('done').inPhase('Succeeded'),
+        ),
+      policy: DRAIN,
+      effects: ['evictPod:work/web', 'evictPod:work/job'],
+      reason: 'waiting-for-eviction',
+      annotations: { [KEYS.drainStartTime]: secondsAgo(0) },
+      wakeAt: Math.floor(NOW / 1000) * 1000 + 300_000,
+    },
+    {
+      name: 'drain.podSelector limits what is evicted',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().with(aPod('a').labelled({ tier: 'batch' }), aPod('b')),
+      policy: { drain: { enable: true, podSelector: 'tier=batch' } },
+      effects: ['evictPod:work/a'],
+      reason: 'waiting-for-eviction',
+    },
+    {
+      name: 'a PDB allowing no disruption → reason names the PDB and the pod',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().annotated({ [KEYS.drainStartTime]: secondsAgo(60) }).with(aPod('db-0').labelled({ app: 'db' })),
+      pdbs: [aPdb('work', 'db-pdb', 'app=db', 0)],
+      policy: DRAIN,
+      effects: ['evictPod:work/db-0'],
+      reason: 'eviction-blocked',
+      detail: /^PDB work\/db-pdb blocks eviction of work\/db-0 \(60s of 300s\)$/,
+    },
+    {
+      name: 'a refused eviction is retried only after 5 s; the pass wakes then',
+      node: aNode('n1')
+        .inState('drain-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.drainStartTime]: secondsAgo(60) })
+        .with(aPod('db-0').evictionRefused(NOW - 2_000)),
+      policy: DRAIN,
+      effects: [],
+      reason: 'eviction-blocked',
+      detail: /eviction of work\/db-0 refused/,
+      wakeAt: NOW + 3_000,
+    },
+    {
+      name: 'a refused eviction older than 5 s is tried again',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().annotated({ [KEYS.drainStartTime]: secondsAgo(60) }).with(aPod('db-0').evictionRefused(NOW - 6_000)),
+      policy: DRAIN,
+      effects: ['evictPod:work/db-0'],
+      reason: 'eviction-blocked',
+    },
+    {
+      name: 'drain timeout (kept across restarts in an annotation) → upgrade-failed naming the PDB',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().annotated({ [KEYS.drainStartTime]: secondsAgo(300) }).with(aPod('db-0').labelled({ app: 'db' })),
+      pdbs: [aPdb('work', 'db-pdb', 'app=db', 0)],
+      policy: DRAIN,
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+      detail: /^drain timed out after 300s: PDB work\/db-pdb blocks eviction of work\/db-0/,
+      annotations: { [KEYS.drainStartTime]: null },
+    },
+    {
+      name: 'a pod no controller manages, without force → nothing is evicted, reason says why',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().with(aPod('bare').ownedBy(null), aPod('web')),
+      policy: DRAIN,
+      effects: [],
+      reason: 'drain-blocked',
+      detail: /work\/bare is not managed by a controller \(set drain.force\)/,
+    },
+    {
+      name: 'emptyDir without deleteEmptyDir blocks; with it the pod is evicted',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().with(aPod('cache').withEmptyDir()),
+      policy: { drain: { enable: true, deleteEmptyDir: true } },
+      effects: ['evictPod:work/cache'],
+      reason: 'waiting-for-eviction',
+    },
+    {
+      name: 'evicted pods still terminating → waits without evicting again',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().annotated({ [KEYS.drainStartTime]: secondsAgo(10) }).with(aPod('web').terminating()),
+      policy: DRAIN,
+      effects: [],
+      reason: 'waiting-for-eviction',
+    },
+    {
+      name: 'all pods gone → pod-restart-required',
+      node: aNode('n1').inState('drain-required').outdated().cordoned().annotated({ [KEYS.drainStartTime]: secondsAgo(10) }).with(aPod('ds').ownedBy('DaemonSet')),
+      policy: DRAIN,
+      effects: ['state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.drainStartTime]: null },
+    },
+  ],
+  'pod-restart-required': [
+    {
+      name: 'out-of-date driver pod → deleted',
+      node: aNode('n1').inState('pod-restart-required').outdated().cordoned(),
+      effects: ['deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+    {
+      name: 'old pod terminating, no new one yet → waits',
+      node: aNode('n1').inState('pod-restart-required').outdated().driverTerminating().cordoned(),
+      effects: [],
+      reason: 'waiting-for-driver-pod',
+      detail: /DaemonSet to create the driver pod/,
+    },
+    {
+      name: 'new pod not Ready → waits',
+      node: aNode('n1').inState('pod-restart-required').driverNotReady(3).cordoned(),
+      effects: [],
+      reason: 'waiting-for-driver-pod',
+      detail: /\(3 restarts\)$/,
+    },
+    {
+      name: 'new pod not Ready after more than 10 restarts → upgrade-failed',
+      node: aNode('n1').inState('pod-restart-required').driverNotReady(11).cordoned(),
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+    },
+    {
+      name: 'new pod Ready, no validation → uncordon-required → upgrade-done',
+      node: aNode('n1').inState('pod-restart-required').cordoned(),
+      effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    },
+    {
+      name: 'new pod Ready, validation configured → validation-required',
+      node: aNode('n1').inState('pod-restart-required').cordoned(),
+      policy: VALIDATION,
+      effects: ['state:validation-required'],
+      reason: 'waiting-for-validation',
+    },
+    {
+      name: 'safe load: current pod → the annotation is removed instead of deleting the pod',
+      node: aNode('n1').inState('pod-restart-required').waitingForSafeLoad().driverNotReady().cordoned(),
+      effects: ['clearSafeLoad'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.waitForSafeLoad]: null },
+    },
+    {
+      name: 'safe load with an out-of-date pod → the pod is replaced first, the annotation stays',
+      node: aNode('n1').inState('pod-restart-required').waitingForSafeLoad().outdated().cordoned(),
+      effects: ['deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+  ],
+  'validation-required': [
+    {
+      name: 'validator pods Ready → uncordon-required → upgrade-done',
+      node: aNode('n1').inState('validation-required').cordoned().annotated({ [KEYS.validationStartTime]: secondsAgo(5) }).with(aPod('v').labelled({ app: 'nvidia-operator-validator' }).ownedBy('DaemonSet')),
+      policy: VALIDATION,
+      effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+      annotations: { [KEYS.validationStartTime]: null },
+    },
+    {
+      name: 'validator not Ready → waits with the start time recorded',
+      node: aNode('n1').inState('validation-required').cordoned().with(aPod('v').labelled({ app: 'nvidia-operator-validator' }).notReady()),
+      policy: VALIDATION,
+      effects: [],
+      reason: 'waiting-for-validation',
+      annotations: { [KEYS.validationStartTime]: secondsAgo(0) },
+      wakeAt: Math.floor(NOW / 1000) * 1000 + 600_000,
+    },
+    {
+      name: 'no validator pod yet → waits',
+      node: aNode('n1').inState('validation-required').cordoned(),
+      policy: VALIDATION,
+      effects: [],
+      reason: 'waiting-for-validation',
+      detail: /no validator pod/,
+    },
+    {
+      name: 'configurable timeout → upgrade-failed',
+      node: aNode('n1').inState('validation-required').cordoned().annotated({ [KEYS.validationStartTime]: secondsAgo(120) }),
+      policy: { validation: { podSelector: 'app=nvidia-operator-validator', timeoutSeconds: 120 } },
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+      detail: /^validation timed out after 120s/,
+    },
+  ],
+  'uncordon-required': [
+    {
+      name: 'uncordon → upgrade-done; cycle annotations removed',
+      node: aNode('n1').inState('uncordon-required').cordoned().annotated({ [KEYS.upgradeStartTime]: secondsAgo(600) }),
+      effects: ['uncordon', 'state:upgrade-done'],
+      annotations: { [KEYS.upgradeStartTime]: null },
+    },
+    {
+      name: 'cordoned by an admin before the upgrade → stays cordoned',
+      node: aNode('n1').inState('uncordon-required').cordonedByAdmin(),
+      effects: ['state:upgrade-done'],
+      annotations: { [KEYS.initialStateUnschedulable]: null },
+    },
+  ],
+  'upgrade-failed': [
+    {
+      name: 'driver still not Ready → stays, reason kept',
+      node: aNode('n1').inState('upgrade-failed').cordoned().driverNotReady(20).annotated({ [KEYS.upgradeReason]: 'drain timed out after 300s' }),
+      effects: [],
+      reason: 'upgrade-failed',
+      detail: /^drain timed out after 300s; relabel/,
+      annotations: {},
+    },
+    {
+      name: 'driver pod current and Ready → leaves by itself, uncordoned',
+      node: aNode('n1').inState('upgrade-failed').cordoned(),
+      effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    },
+    {
+      name: 'after a validation timeout it stays failed until the validator pods are Ready',
+      node: aNode('n1').inState('upgrade-failed').cordoned().with(aPod('v').labelled({ app: 'nvidia-operator-validator' }).notReady()),
+      policy: VALIDATION,
+      effects: [],
+      reason: 'upgrade-failed',
+    },
+    {
+      name: 'validator pods Ready again → leaves failed',
+      node: aNode('n1').inState('upgrade-failed').cordoned().with(aPod('v').labelled({ app: 'nvidia-operator-validator' })),
+      policy: VALIDATION,
+      effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    },
+    {
+      name: 'an admin-cordoned node leaves failed without being uncordoned',
+      node: aNode('n1').inState('upgrade-failed').cordonedByAdmin(),
+      effects: ['state:uncordon-required', 'state:upgrade-done'],
+    },
+    {
+      name: 'out-of-date pod stays failed (retry is explicit)',
+      node: aNode('n1').inState('upgrade-failed').cordoned().outdated(),
+      effects: [],
+      reason: 'upgrade-failed',
+    },
+    {
+      name: 'upgrade-requested annotation → retried',
+      node: aNode('n1').inState('upgrade-failed').cordoned().outdated().annotated({ [KEYS.upgradeRequested]: 'true', [KEYS.upgradeStartTime]: secondsAgo(900) }),
+      effects: ['state:upgrade-required', 'state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+    },
+  ],
+};
+
+describe('planUpgrades transitions', () => {
+  for (const [state, list] of Object.entries(cases)) {
+    describe(`from ${state}`, () => {
+      it.each(list.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+        const cluster = aCluster([c.node, ...(c.others ?? [])], c.pdbs ?? []);
+        const plan = planAt(cluster, aPolicy(c.policy ?? {}));
+        expect(effectsOf(plan, 'n1')).toEqual(c.effects);
+        const reason = reasonOf(plan, 'n1');
+        expect(reason?.code).toBe(c.reason);
+        if (c.detail !== undefined) expect(reason?.detail).toMatch(c.detail);
+        if (c.annotations !== undefined) {
+          const writes = annotationWrites(plan, 'n1');
+          for (const [key, value] of Object.entries(c.annotations)) expect(writes[key], key).toBe(value);
+        }
+        if (c.wakeAt !== undefined) expect(plan.nextWakeAt).toBe(c.wakeAt);
+      });
+    });
+  }
+});
