@@ -7,10 +7,10 @@ import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { decideReload } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
-import { DriverInUseError, DriverVerificationError } from './kernel-errors.ts';
+import { DriverVerificationError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
-import { planUnload } from './plan-unload.ts';
+import { planUnloadOrRefuse, readLoadedModules, unloadDriver } from './unload-driver.ts';
 import { writeConfigFile } from './write-config-file.ts';
 
 /** The driver to load; `BuiltDriver` from agent/build fits. */
@@ -72,7 +72,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   const competing = (options.competingModules ?? []).map(sysfsModuleName);
   const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...competing])];
 
-  const before = await readLoaded(kernel, unloadSet);
+  const before = await readLoadedModules(kernel, unloadSet);
   const decision = decideReload(built.modules, toLoad, before, parameters);
   if (decision.kind === 'fast-path') {
     const modules = built.modules.map((m) => before.get(m.name)).filter((m) => m !== undefined);
@@ -81,7 +81,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
     return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, durationsMs: { install: 0, unload: 0, load: 0, total } };
   }
   log.info({ reason: decision.reason }, 'driver needs loading');
-  refuseWhenInUse(built.driver, [...before.values()]);
+  planUnloadOrRefuse(built.driver, [...before.values()]);
 
   const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
   const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
@@ -96,8 +96,8 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   if (competing.length > 0) await writeConfigFile(blacklistFile, renderBlacklist(competing));
   try {
     const unloadStarted = performance.now();
-    // Read again: users may have come or gone while installing.
-    const unloaded = await unloadInOrder(kernel, built.driver, unloadSet, log);
+    // unloadDriver reads /sys/module again: users may have come or gone while installing.
+    const unloaded = await unloadDriver(kernel, built.driver, unloadSet, log);
     const unload = Math.round(performance.now() - unloadStarted);
 
     const loadStarted = performance.now();
@@ -129,32 +129,6 @@ function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undef
   const unknown = toLoad.filter((m) => !names.includes(m));
   if (unknown.length > 0) throw new DriverRolloutError(`modules to load are not part of the build: ${unknown.join(', ')}`, { unknown, built: names });
   return toLoad;
-}
-
-async function readLoaded(kernel: KernelPort, names: readonly string[]): Promise<Map<string, LoadedModule>> {
-  const loaded = new Map<string, LoadedModule>();
-  for (const name of names) {
-    const module = await kernel.readModule(name);
-    if (module !== undefined) loaded.set(name, module);
-  }
-  return loaded;
-}
-
-function refuseWhenInUse(driver: string, loaded: readonly LoadedModule[]): readonly string[] {
-  const plan = planUnload(loaded);
-  if (plan.kind === 'in-use') throw new DriverInUseError(driver, plan.inUse);
-  return plan.order;
-}
-
-async function unloadInOrder(kernel: KernelPort, driver: string, unloadSet: readonly string[], log: Logger): Promise<string[]> {
-  const order = refuseWhenInUse(driver, [...(await readLoaded(kernel, unloadSet)).values()]);
-  const unloaded: string[] = [];
-  for (const module of order) {
-    await kernel.unload(module);
-    unloaded.push(module);
-    log.info({ module }, 'module unloaded');
-  }
-  return unloaded;
 }
 
 /** Every module modprobe inserted from this build is in /sys/module with the built srcversion. */

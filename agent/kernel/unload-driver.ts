@@ -1,0 +1,41 @@
+import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { DriverInUseError } from './kernel-errors.ts';
+import type { KernelPort } from './kernel-port.ts';
+import { planUnload } from './plan-unload.ts';
+
+/** The loaded ones among `names`, by sysfs name. */
+export async function readLoadedModules(kernel: KernelPort, names: readonly string[]): Promise<Map<string, LoadedModule>> {
+  const loaded = new Map<string, LoadedModule>();
+  for (const name of names) {
+    const module = await kernel.readModule(name);
+    if (module !== undefined) loaded.set(module.name, module);
+  }
+  return loaded;
+}
+
+/** The unload order of `loaded` (holders first), or DriverInUseError listing the users. */
+export function planUnloadOrRefuse(driver: string, loaded: readonly LoadedModule[]): readonly string[] {
+  const plan = planUnload(loaded);
+  if (plan.kind === 'in-use') throw new DriverInUseError(driver, plan.inUse);
+  return plan.order;
+}
+
+/**
+ * Unloads whichever of `modules` are loaded, holders first; refuses with DriverInUseError (nothing
+ * unloaded) when one has users outside the set. Never forces. Returns the unloaded modules in
+ * order. A user appearing between the check and rmmod makes rmmod fail (ModuleBusyError) and
+ * leaves the modules unloaded so far unloaded.
+ */
+export async function unloadDriver(kernel: KernelPort, driver: string, modules: readonly string[], logger: Logger): Promise<string[]> {
+  const loaded = await readLoadedModules(kernel, [...new Set(modules.map(sysfsModuleName))]);
+  const order = planUnloadOrRefuse(driver, [...loaded.values()]);
+  const unloaded: string[] = [];
+  for (const module of order) {
+    await kernel.unload(module);
+    unloaded.push(module);
+    logger.info({ driver, module }, 'module unloaded');
+  }
+  return unloaded;
+}
