@@ -113,6 +113,7 @@ async function watchOnce(options: WaitForSafeLoadOptions, seen: WaitState, from:
   let resourceVersion = from;
   let progressed = false;
   seen.watchOpen = true;
+  options.logger.debug({ node: nodeName, resourceVersion }, 'watching node');
   try {
     for await (const event of api.watchNode(nodeName, resourceVersion, signal)) {
       switch (event.type) {
