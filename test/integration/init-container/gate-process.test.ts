@@ -1,4 +1,4 @@
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -9,6 +9,7 @@ import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { startControlPlane, type ControlPlane } from '../../bed/control-plane.ts';
 import { uniqueTestId } from '../test-bed/fixtures.ts';
 import { runGateProcess, type GateProcess } from './run-gate-process.ts';
+import { tokenKubeConfig } from './token-kube-config.ts';
 
 // The real init container as a child process against its own `api` control plane (etcd +
 // kube-apiserver): exit codes, latency, API server restart. No controller touches the node:
@@ -198,17 +199,3 @@ describe('init container against a real API server', () => {
     expect(gate.lines.at(-1)?.msg).toMatch(last);
   });
 });
-
-/** A kubeconfig for `token` against the same server and CA as `admin`. */
-export function tokenKubeConfig(admin: KubeConfig, token: string): string {
-  const cluster = admin.getCurrentCluster();
-  if (cluster === null) throw new Error('admin kubeconfig has no cluster');
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'test', server: cluster.server, caData: cluster.caData, caFile: cluster.caFile, skipTLSVerify: false }],
-    users: [{ name: 'token', token }],
-    contexts: [{ name: 'test', cluster: 'test', user: 'token' }],
-    currentContext: 'test',
-  });
-  return kc.exportConfig();
-}
