@@ -44,8 +44,11 @@ export interface KernelPort {
   /** Every loaded module (built-in ones, which have no refcnt, excluded). */
   listLoaded(): Promise<LoadedModule[]>;
   /**
-   * Copies the files into `<root>/lib/modules/<kver>/extra/<subdir>/` (replacing what was there)
-   * and runs depmod for that tree. Does not touch loaded modules.
+   * Copies the files into `<root>/lib/modules/<kver>/updates/<subdir>/` (replacing what was
+   * there) and runs depmod for that tree. `updates/` is searched before the kernel's own modules
+   * under every distribution's depmod.d defaults, so a driver replacing an inbox module of the
+   * same name (MOFED's mlx5_core) wins; DKMS installs there for the same reason. Does not touch
+   * loaded modules.
    */
   installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void>;
   /**

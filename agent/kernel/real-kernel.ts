@@ -74,9 +74,9 @@ function treeArgs(tree: ModuleTree): string[] {
   return ['-d', tree.root, '-S', tree.kernelVersion, ...config];
 }
 
-/** The modules' directory in the tree: `<root>/lib/modules/<kver>/extra/<subdir>`. */
+/** The modules' directory in the tree: `<root>/lib/modules/<kver>/updates/<subdir>` (see KernelPort.installModules). */
 export function installDir(tree: ModuleTree, subdir: string): string {
-  return join(tree.root, 'lib', 'modules', tree.kernelVersion, 'extra', subdir);
+  return join(tree.root, 'lib', 'modules', tree.kernelVersion, 'updates', subdir);
 }
 
 /** Replaces the subdir's contents by `modules` (as `<name>.ko`) via a sibling temp dir and rename. */

@@ -32,7 +32,6 @@ interface LiveModule {
   readonly holders: Set<string>;
   /** References from outside the module graph (open device files). */
   userReferences: number;
-  readonly loadedAt: number;
 }
 
 /**
@@ -190,7 +189,7 @@ export class SimulatedKernel implements KernelPort {
     if (failure !== undefined) {
       throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': ${failure}` });
     }
-    this.#live.set(file.name, { file, parameters, holders: new Set(), userReferences: 0, loadedAt: this.#now() });
+    this.#live.set(file.name, { file, parameters, holders: new Set(), userReferences: 0 });
     await this.#writeSysfs(file.name);
     for (const dependency of file.dependsOn) {
       this.#live.get(dependency)?.holders.add(file.name);

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../../../agent/build/built-driver.ts';
@@ -25,25 +25,29 @@ describe('the real kernel adapter over a real module root', () => {
     built = await buildSampleDriver('1.0.0', join((scratch = await aScratch('real-kernel-')).dir, 'cache'), {});
     tree = { ...scratch.tree, kernelVersion: built.kernelVersion };
     kernel = createRealKernel({ sysModuleDir: scratch.sysModuleDir, logger: silentLogger() });
+    // An inbox module of the same name, as when MOFED replaces the kernel's mlx5_core.
+    const inbox = join(tree.root, 'lib', 'modules', tree.kernelVersion, 'kernel', 'drivers', 'misc');
+    await mkdir(inbox, { recursive: true });
+    await copyFile(built.modules[0]?.path ?? '', join(inbox, 'drsample_core.ko'));
     await kernel.installModules(tree, 'drsample', built.modules);
   }, 120_000);
   afterAll(async () => {
     await rm(scratch.dir, { recursive: true, force: true });
   });
 
-  it('installModules copies the .ko files under extra/ and depmod records drsample_net -> drsample_core', async () => {
+  it('installModules copies the .ko files under updates/ and depmod records drsample_net -> drsample_core', async () => {
     const moduleDir = join(tree.root, 'lib', 'modules', tree.kernelVersion);
-    expect((await readdir(join(moduleDir, 'extra', 'drsample'))).sort()).toEqual(['drsample_core.ko', 'drsample_net.ko']);
+    expect((await readdir(join(moduleDir, 'updates', 'drsample'))).sort()).toEqual(['drsample_core.ko', 'drsample_net.ko']);
     const dep = await readFile(join(moduleDir, 'modules.dep'), 'utf8');
-    expect(dep).toContain('extra/drsample/drsample_net.ko: extra/drsample/drsample_core.ko');
+    expect(dep).toContain('updates/drsample/drsample_net.ko: updates/drsample/drsample_core.ko');
   });
 
-  it('modprobe --show-depends gives the load order core before net, with options from the configDir', async () => {
+  it('modprobe --show-depends gives the load order core before net, ours over the inbox module, with options from the configDir', async () => {
     await writeConfigFile(join(tree.configDir, 'driver-rollout-drsample.conf'), renderModprobeOptions({ drsample_core: { greeting: 'hi there' } }));
     const steps = await kernel.resolveLoadOrder(tree, ['drsample_net']);
     expect(steps.map((s) => s.module)).toEqual(['drsample_core', 'drsample_net']);
     expect(steps[0]?.options).toBe('greeting="hi there"');
-    expect(steps[0]?.path).toBe(join(tree.root, 'lib', 'modules', tree.kernelVersion, 'extra', 'drsample', 'drsample_core.ko'));
+    expect(steps[0]?.path).toBe(join(tree.root, 'lib', 'modules', tree.kernelVersion, 'updates', 'drsample', 'drsample_core.ko'));
     const both = await kernel.resolveLoadOrder(tree, ['drsample_core', 'drsample_net']);
     expect(both.map((s) => s.module)).toEqual(['drsample_core', 'drsample_net']);
   });
