@@ -161,7 +161,7 @@ export interface PoolStatus {
   readonly maxUnavailable: number;
   /** In cordon-required … uncordon-required. */
   readonly inProgress: number;
-  /** 0 = unlimited. */
+  /** 0 = unlimited; counts cordon-required … validation-required. */
   readonly maxParallelUpgrades: number;
   readonly done: number;
   readonly failed: number;

@@ -4,8 +4,11 @@
  * - it is already out of service (cordoned or NotReady: starting it takes nothing more away), or
  *   fewer than maxUnavailable pool nodes are out of service.
  *
- * Out of service = cordoned, NotReady, or in an upgrading state (cordon-required …
- * uncordon-required). upgrade-failed nodes are not "upgrading" (they do not hold a parallel slot,
+ * Out of service = cordoned, NotReady, or upgrading (cordon-required … validation-required).
+ * uncordon-required does not hold a slot by itself: what is left is to uncordon, which only gives
+ * capacity back (while still cordoned it counts through the cordon). This lets a node leave
+ * upgrade-failed through uncordon-required without taking a slot. upgrade-failed nodes are not
+ * "upgrading" either (they do not hold a parallel slot,
  * unlike upstream where they block every other upgrade forever) but they stay cordoned, so they
  * count against maxUnavailable of their own pool, and only of their pool, while cordoned.
  *
@@ -15,6 +18,7 @@
 import type { UpgradeState } from '../../shared/keys.ts';
 import type { IntOrPercent, PoolPolicy } from '../policy/driver-rollout-spec.ts';
 
+/** States that hold a slot (maxParallelUpgrades) and make a node out of service. */
 export const UPGRADING_STATES: ReadonlySet<UpgradeState> = new Set<UpgradeState>([
   'cordon-required',
   'wait-for-jobs-required',
@@ -22,11 +26,15 @@ export const UPGRADING_STATES: ReadonlySet<UpgradeState> = new Set<UpgradeState>
   'drain-required',
   'pod-restart-required',
   'validation-required',
-  'uncordon-required',
 ]);
 
 export function isUpgrading(state: UpgradeState): boolean {
   return UPGRADING_STATES.has(state);
+}
+
+/** States counted as "upgrade in progress" in status and metrics: cordon-required … uncordon-required. */
+export function isInProgress(state: UpgradeState): boolean {
+  return UPGRADING_STATES.has(state) || state === 'uncordon-required';
 }
 
 export function isOutOfService(node: { readonly state: UpgradeState; readonly unschedulable: boolean; readonly ready: boolean }): boolean {

@@ -5,7 +5,7 @@ import type { ConfigProblem } from '../../shared/errors.ts';
 import { UPGRADE_STATES, type UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
-import { freeSlots, isOutOfService, isUpgrading, type PoolBudget } from './pool-capacity.ts';
+import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
 
@@ -34,7 +34,7 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
     if (state === 'upgrade-done') counts.done++;
     if (state === 'upgrade-failed') counts.failed++;
     if (state === 'upgrade-required') counts.pending++;
-    if (isUpgrading(state)) counts.upgrading++;
+    if (isInProgress(state)) counts.upgrading++;
     if (isOutOfService({ state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready })) counts.unavailable++;
   }
   const pools: PoolStatus[] = [...budgets.values()]
@@ -57,10 +57,10 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const done = states['upgrade-done'];
   const failed = states['upgrade-failed'];
   const pending = states['upgrade-required'];
-  const inProgress = records.filter((r) => isUpgrading(r.node.view.state)).length;
+  const inProgress = records.filter((r) => isInProgress(r.node.view.state)).length;
   const paused = !policy.autoUpgrade;
   const available = paused || halted ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
-  const failedNames = records.filter((r) => r.node.view.state === 'upgrade-failed').map((r) => r.node.view.snapshot.name);
+  const failedNames = records.filter((r) => r.node.view.state === 'upgrade-failed').map((r) => r.node.view.snapshot.name).sort();
   return {
     observedGeneration: snapshot.rollout.generation,
     driverName: policy.driverName,

@@ -5,14 +5,16 @@ import type { StateHandler } from '../step.ts';
 /**
  * Uncordon and finish, unless the node was cordoned before the upgrade began (initial-state
  * annotation): then it stays cordoned. The state label is written before the initial-state
- * annotation is dropped, so a crash in between never leaves uncordon-required without it.
+ * annotation is dropped, so a crash in between never leaves uncordon-required without it; and the
+ * cycle's start time goes before the initial-state annotation, so a crash in between never leaves
+ * a node that looks mid-cycle (start time set) while its admin cordon is forgotten.
  */
 export const handleUncordon: StateHandler = (node, ctx) => {
   const keys = ctx.policy.keys;
   const name = node.view.snapshot.name;
   const cordonedByAdmin = node.view.annotations[keys.initialStateUnschedulable] !== undefined;
   const before: NodeAction[] = !cordonedByAdmin && node.view.unschedulable ? [{ kind: 'uncordon', node: name }] : [];
-  const after: NodeAction[] = [keys.initialStateUnschedulable, ...cycleAnnotationKeys(keys)]
+  const after: NodeAction[] = [...cycleAnnotationKeys(keys), keys.initialStateUnschedulable]
     .filter((key) => node.view.annotations[key] !== undefined)
     .map((key) => ({ kind: 'removeAnnotation', node: name, key }));
   return { kind: 'advance', to: 'upgrade-done', actions: before, chain: false, after };

@@ -55,10 +55,8 @@ describe('slots', () => {
 });
 
 describe('pools', () => {
-  const pools = [
-    { name: 'a', nodeSelector: { matchLabels: { rack: 'a' } }, maxUnavailable: 1 },
-    { name: 'b', nodeSelector: { matchLabels: { rack: 'b' } }, maxUnavailable: '50%' },
-  ];
+  const poolA = { name: 'a', nodeSelector: { matchLabels: { rack: 'a' } }, maxUnavailable: 1 };
+  const pools = [poolA, { name: 'b', nodeSelector: { matchLabels: { rack: 'b' } }, maxUnavailable: '50%' }];
   const cluster = aCluster([
     ...outdatedNodes(3, (n) => n.labelled({ rack: 'a' })),
     aNode('b1').inState('upgrade-done').outdated().labelled({ rack: 'b' }),
@@ -82,7 +80,7 @@ describe('pools', () => {
   it('a node matching two pools is left alone, with a reason', () => {
     const plan = planAt(
       aCluster([aNode('both').inState('upgrade-done').outdated().labelled({ rack: 'a', gpu: 'h100' })]),
-      aPolicy({}, { pools: [pools[0] ?? pools[1], { name: 'h100', nodeSelector: { matchLabels: { gpu: 'h100' } } }] }),
+      aPolicy({}, { pools: [poolA, { name: 'h100', nodeSelector: { matchLabels: { gpu: 'h100' } } }] }),
     );
     expect(started(plan)).toEqual([]);
     expect(reasonOf(plan, 'both')?.detail).toBe('left alone: node matches more than one pool (a, h100)');

@@ -1,0 +1,242 @@
+/**
+ * Property-based: over random clusters and policies, and over many passes of plan → execute
+ * (sometimes cut short, as by a crash or a failed write) → the cluster moving on:
+ * - no pool ever has more nodes out of service than maxUnavailable allows (or than it already
+ *   had, when admins had cordoned more than that);
+ * - no pool ever has more nodes upgrading than maxParallelUpgrades (or than it already had);
+ * - a node cordoned by an admin before its upgrade is never uncordoned;
+ * - DaemonSet and mirror pods are never deleted or evicted; drain-skip pods are never evicted.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { UPGRADE_STATES, type UpgradeState } from '../../../../shared/keys.ts';
+import type { DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
+import type { Plan } from '../../../../coordinator/plan/action.ts';
+import { assignPool } from '../../../../coordinator/plan/assign-pool.ts';
+import { stateOf } from '../../../../coordinator/plan/node-view.ts';
+import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
+import { isOutOfService, isUpgrading, resolveMaxUnavailable } from '../../../../coordinator/plan/pool-capacity.ts';
+import type { ClusterSnapshot } from '../../../../coordinator/plan/snapshot.ts';
+import { KEYS, NOW, aCluster, aNode, aPdb, aPod, aPolicy, secondsAgo, type NodeBuilder, type PodBuilder } from './fixtures.ts';
+import { evolve, execute, randomFrom } from './simulate.ts';
+
+const NOT_STARTED: readonly UpgradeState[] = ['unknown', 'upgrade-done', 'upgrade-required'];
+
+const podArb = fc.record({
+  kind: fc.constantFrom('gpu', 'job', 'web', 'daemonset', 'skip', 'bare', 'db', 'validator', 'mirror'),
+  done: fc.boolean(),
+});
+
+const nodeArb = fc.record({
+  pool: fc.constantFrom(null, 'a', 'b', 'both'),
+  state: fc.constantFrom(...UPGRADE_STATES),
+  cordoned: fc.boolean(),
+  adminCordoned: fc.boolean(),
+  notReady: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  outdated: fc.boolean(),
+  driver: fc.constantFrom('ready', 'ready', 'not-ready', 'crash-loop', 'missing', 'terminating'),
+  safeLoad: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
+  skip: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  timerAge: fc.integer({ min: 0, max: 900 }),
+  pods: fc.array(podArb, { maxLength: 4 }),
+});
+
+const intOrPercent = fc.oneof(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 100 }).map((p) => `${p}%`));
+
+const policyArb = fc.record({
+  maxUnavailable: intOrPercent,
+  maxParallelUpgrades: fc.integer({ min: 0, max: 3 }),
+  autoUpgrade: fc.integer({ min: 0, max: 5 }).map((n) => n !== 0),
+  podDeletion: fc.boolean(),
+  drain: fc.boolean(),
+  drainForce: fc.boolean(),
+  jobs: fc.boolean(),
+  validation: fc.boolean(),
+  maxFailedNodes: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+  poolA: fc.record({ maxUnavailable: fc.option(intOrPercent, { nil: undefined }), maxParallelUpgrades: fc.option(fc.integer({ min: 0, max: 2 }), { nil: undefined }) }),
+  poolB: fc.record({ maxUnavailable: fc.option(intOrPercent, { nil: undefined }) }),
+});
+
+type NodeSpec = typeof nodeArb extends fc.Arbitrary<infer T> ? T : never;
+type PodSpec = typeof podArb extends fc.Arbitrary<infer T> ? T : never;
+type PolicySpec = typeof policyArb extends fc.Arbitrary<infer T> ? T : never;
+
+function buildNode(spec: NodeSpec, i: number): NodeBuilder {
+  const name = `n${String(i).padStart(2, '0')}`;
+  let node = aNode(name).inState(spec.state);
+  if (spec.pool === 'a' || spec.pool === 'both') node = node.labelled({ rack: 'a' });
+  if (spec.pool === 'b' || spec.pool === 'both') node = node.labelled({ gpu: 'b' });
+  const started = !NOT_STARTED.includes(spec.state);
+  if (spec.cordoned || (started && spec.state !== 'uncordon-required')) node = node.cordoned();
+  // A node cordoned before its upgrade began: marked when it has started, plainly cordoned before.
+  if (spec.adminCordoned) node = started ? node.cordonedByAdmin() : node.cordoned();
+  if (started) node = node.annotated({ [KEYS.upgradeStartTime]: secondsAgo(spec.timerAge + 60) });
+  if (started && spec.timerAge > 0) {
+    node = node.annotated({
+      [KEYS.waitForPodCompletionStartTime]: secondsAgo(spec.timerAge),
+      [KEYS.drainStartTime]: secondsAgo(spec.timerAge),
+      [KEYS.podDeletionStartTime]: secondsAgo(spec.timerAge),
+      [KEYS.validationStartTime]: secondsAgo(spec.timerAge),
+    });
+  }
+  if (spec.notReady) node = node.notReady();
+  if (spec.outdated) node = node.outdated();
+  if (spec.safeLoad) node = node.waitingForSafeLoad();
+  if (spec.skip) node = node.labelled({ [KEYS.upgradeSkip]: 'true' });
+  return withDriver(node, spec.driver).with(...spec.pods.map((p, j) => buildPod(p, `${name}-${p.kind}-${j}`)));
+}
+
+function withDriver(node: NodeBuilder, driver: NodeSpec['driver']): NodeBuilder {
+  switch (driver) {
+    case 'ready':
+      return node;
+    case 'not-ready':
+      return node.driverNotReady(1);
+    case 'crash-loop':
+      return node.driverNotReady(12);
+    case 'missing':
+      return node.withoutDriverPod();
+    case 'terminating':
+      return node.driverTerminating();
+  }
+}
+
+function buildPod(spec: PodSpec, name: string): PodBuilder {
+  const pod = aPod(name);
+  const kinds: Record<PodSpec['kind'], () => PodBuilder> = {
+    gpu: () => pod.requesting('nvidia.com/gpu'),
+    job: () => pod.labelled({ app: 'train' }).ownedBy('Job'),
+    web: () => pod,
+    daemonset: () => pod.ownedBy('DaemonSet').requesting('nvidia.com/gpu'),
+    skip: () => pod.labelled({ [KEYS.drainSkip]: 'true' }),
+    bare: () => pod.ownedBy(null),
+    db: () => pod.labelled({ app: 'db' }),
+    validator: () => pod.labelled({ app: 'validator' }).ownedBy('DaemonSet'),
+    mirror: () => pod.mirror().ownedBy('Node'),
+  };
+  const built = kinds[spec.kind]();
+  return spec.done ? built.inPhase('Succeeded') : built;
+}
+
+function buildPolicy(spec: PolicySpec): DriverRolloutPolicy {
+  return aPolicy(
+    {
+      maxUnavailable: spec.maxUnavailable,
+      maxParallelUpgrades: spec.maxParallelUpgrades,
+      autoUpgrade: spec.autoUpgrade,
+      ...(spec.podDeletion ? { podDeletion: { timeoutSeconds: 120 } } : {}),
+      drain: { enable: spec.drain, force: spec.drainForce, timeoutSeconds: 300 },
+      waitForCompletion: { podSelector: spec.jobs ? 'app=train' : '', timeoutSeconds: 200 },
+      validation: { podSelector: spec.validation ? 'app=validator' : '', timeoutSeconds: 300 },
+    },
+    {
+      ...(spec.maxFailedNodes === undefined ? {} : { maxFailedNodes: spec.maxFailedNodes }),
+      pools: [
+        { name: 'a', nodeSelector: { matchLabels: { rack: 'a' } }, ...defined(spec.poolA) },
+        { name: 'b', nodeSelector: { matchExpressions: [{ key: 'gpu', operator: 'In', values: ['b'] }] }, ...defined(spec.poolB) },
+      ],
+    },
+  );
+}
+
+function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+interface PoolCount {
+  total: number;
+  outOfService: number;
+  upgrading: number;
+}
+
+function countPools(snapshot: ClusterSnapshot, policy: DriverRolloutPolicy): Map<string, PoolCount> {
+  const counts = new Map<string, PoolCount>();
+  for (const node of snapshot.nodes) {
+    const pool = assignPool(node.labels, policy);
+    if (pool.kind !== 'pool') continue;
+    const c = counts.get(pool.pool.name) ?? { total: 0, outOfService: 0, upgrading: 0 };
+    const state = stateOf(node.labels, KEYS.upgradeState);
+    c.total++;
+    if (isOutOfService({ state, unschedulable: node.unschedulable, ready: node.ready })) c.outOfService++;
+    if (isUpgrading(state)) c.upgrading++;
+    counts.set(pool.pool.name, c);
+  }
+  return counts;
+}
+
+function checkStep(before: ClusterSnapshot, after: ClusterSnapshot, plan: Plan, policy: DriverRolloutPolicy, adminCordoned: ReadonlySet<string>): void {
+  const was = countPools(before, policy);
+  for (const [name, now] of countPools(after, policy)) {
+    const pool = name === policy.defaultPool.name ? policy.defaultPool : policy.pools.find((p) => p.name === name);
+    if (pool === undefined) throw new Error(`unknown pool ${name}`);
+    const prior = was.get(name) ?? { total: 0, outOfService: 0, upgrading: 0 };
+    const maxUnavailable = resolveMaxUnavailable(pool.maxUnavailable, now.total);
+    expect(now.outOfService, `pool ${name}: out of service`).toBeLessThanOrEqual(Math.max(maxUnavailable, prior.outOfService));
+    if (pool.maxParallelUpgrades > 0) {
+      expect(now.upgrading, `pool ${name}: upgrading`).toBeLessThanOrEqual(Math.max(pool.maxParallelUpgrades, prior.upgrading));
+    }
+  }
+  for (const nodePlan of plan.nodePlans) {
+    const node = before.nodes.find((n) => n.name === nodePlan.node);
+    for (const action of nodePlan.actions) {
+      if (action.kind === 'uncordon') expect(adminCordoned.has(action.node), `uncordoned admin-cordoned ${action.node}`).toBe(false);
+      if (action.kind === 'deletePod' || action.kind === 'evictPod') {
+        const pod = node?.pods.find((p) => p.uid === action.pod.uid);
+        expect(pod?.controllerKind, `${action.kind} of ${action.pod.name}`).not.toBe('DaemonSet');
+        expect(pod?.mirror, `${action.kind} of mirror ${action.pod.name}`).toBe(false);
+        if (action.kind === 'evictPod') expect(pod?.labels[KEYS.drainSkip], `evicted drain-skip ${action.pod.name}`).not.toBe('true');
+      }
+    }
+  }
+  for (const name of adminCordoned) expect(after.nodes.find((n) => n.name === name)?.unschedulable, `${name} stays cordoned`).toBe(true);
+}
+
+describe('planner invariants over random clusters and policies', () => {
+  it('hold in every pass of a simulated rollout, with passes cut short at random', () => {
+    fc.assert(
+      fc.property(
+        fc.array(nodeArb, { minLength: 1, maxLength: 24 }),
+        policyArb,
+        fc.boolean(),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        (nodeSpecs, policySpec, withPdb, seed) => {
+          const policy = buildPolicy(policySpec);
+          const random = randomFrom(seed);
+          let snapshot = aCluster(nodeSpecs.map(buildNode), withPdb ? [aPdb('work', 'db', 'app=db', 0)] : []);
+          const adminCordoned = new Set(
+            snapshot.nodes
+              .filter((n) => n.unschedulable && (n.annotations[KEYS.initialStateUnschedulable] !== undefined || NOT_STARTED.includes(stateOf(n.labels, KEYS.upgradeState))))
+              .map((n) => n.name),
+          );
+          let now = NOW;
+          for (let pass = 0; pass < 25; pass++) {
+            const plan = planUpgrades(snapshot, policy, now);
+            const cut = random() < 0.2;
+            const after = execute(snapshot, plan, now, (_node, count) => (cut ? Math.floor(random() * (count + 1)) : count));
+            checkStep(snapshot, after, plan, policy, adminCordoned);
+            snapshot = evolve(after, random, { progress: 0.5, badDriver: random() < 0.05, safeLoad: random() < 0.3 });
+            now += 1000 + Math.floor(random() * 60_000);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('is deterministic and independent of the order nodes come in', () => {
+    const byNode = <T extends { node: string }>(list: readonly T[]): T[] => [...list].sort((x, y) => (x.node < y.node ? -1 : 1));
+    fc.assert(
+      fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 16 }), policyArb, (nodeSpecs, policySpec) => {
+        const policy = buildPolicy(policySpec);
+        const snapshot = aCluster(nodeSpecs.map(buildNode));
+        const forward = planUpgrades(snapshot, policy, NOW);
+        const backward = planUpgrades({ ...snapshot, nodes: [...snapshot.nodes].reverse() }, policy, NOW);
+        expect(byNode(backward.nodePlans)).toEqual(byNode(forward.nodePlans));
+        expect(byNode(backward.reasons)).toEqual(byNode(forward.reasons));
+        expect(backward.status).toEqual(forward.status);
+        expect(backward.nextWakeAt).toBe(forward.nextWakeAt);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
