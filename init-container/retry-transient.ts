@@ -1,8 +1,8 @@
 import type { Logger } from '../shared/logger.ts';
 import { toError } from '../shared/errors.ts';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.ts';
-import type { Clock } from './clock.ts';
-import { NodeAccessError } from './errors.ts';
+import { abortReason, type Clock } from './clock.ts';
+import { GateAbortedError, NodeAccessError } from './errors.ts';
 
 export interface RetryOptions {
   readonly signal: AbortSignal;
@@ -25,10 +25,22 @@ export async function retryTransient<T>(attempt: () => Promise<T>, options: Retr
     try {
       return await attempt();
     } catch (thrown) {
-      if (thrown instanceof NodeAccessError || options.signal.aborted) throw thrown;
+      if (thrown instanceof NodeAccessError) throw thrown;
+      if (options.signal.aborted) throw stoppedWhile(options, failures, thrown);
       const delayMs = backoffDelay(failures, policy, options.random);
       options.logger.warn({ err: toError(thrown), attempt: failures + 1, retryInMs: delayMs }, `${options.what} failed; retrying`);
-      await options.clock.sleep(delayMs, options.signal);
+      try {
+        await options.clock.sleep(delayMs, options.signal);
+      } catch {
+        throw stoppedWhile(options, failures + 1, thrown);
+      }
     }
   }
+}
+
+/** SIGTERM or the overall timeout ended the retries: say what was being attempted and the last error. */
+function stoppedWhile(options: RetryOptions, failures: number, last: unknown): GateAbortedError {
+  const reason = abortReason(options.signal);
+  const lastError = failures > 0 ? `; last error: ${toError(last).message}` : '';
+  return new GateAbortedError(`stopped (${reason.message}) while ${options.what}${lastError}`, { failures, lastError: toError(last).message }, reason);
 }

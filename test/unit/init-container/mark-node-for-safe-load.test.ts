@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../init-container/clock.ts';
-import { NodeAccessError, StopRequested } from '../../../init-container/errors.ts';
+import { GateAbortedError, NodeAccessError, StopRequested } from '../../../init-container/errors.ts';
 import { InMemoryNodeApi } from '../../../init-container/in-memory-node-api.ts';
 import { markNodeForSafeLoad } from '../../../init-container/mark-node-for-safe-load.ts';
 import { driverKeys } from '../../../shared/keys.ts';
@@ -71,6 +71,9 @@ describe('markNodeForSafeLoad (with the in-memory API server)', () => {
     const stop = new AbortController();
     const { promise } = mark(api, stop.signal);
     setTimeout(() => { stop.abort(new StopRequested('timeout', 'timed out')); }, 20);
-    await expect(promise).rejects.toBeInstanceOf(StopRequested);
+    const error: unknown = await promise.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GateAbortedError);
+    expect((error as Error).message).toMatch(/^stopped \(timed out\) while annotating node "node-a" with .*; last error: connect ECONNREFUSED/);
+    expect((error as Error).cause).toBeInstanceOf(StopRequested);
   });
 });
