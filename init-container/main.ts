@@ -14,6 +14,7 @@
  *   4    pre-flight refused: modules still in use when the timeout (or SIGTERM) ended the wait
  *   130  SIGINT, 143 SIGTERM: stopped on request
  */
+import type { KubeConfig } from '@kubernetes/client-node';
 import { readLoadedModule } from '../shared/kmod/read-loaded-module.ts';
 import { ConfigError, toError } from '../shared/errors.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
@@ -46,6 +47,16 @@ async function main(): Promise<number> {
     return EXIT.ok;
   }
 
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = loadKubeConfig(config.kubeconfig);
+  } catch (thrown) {
+    // A kubeconfig that exists but does not parse is a configuration problem too.
+    const problem = { path: config.kubeconfig === undefined ? 'in-cluster credentials' : 'KUBECONFIG', message: toError(thrown).message };
+    logger.error({ problems: [problem] }, new ConfigError('init-container configuration', [problem]).message);
+    return EXIT.config;
+  }
+
   const stop = new AbortController();
   for (const name of ['SIGTERM', 'SIGINT'] as const) {
     process.once(name, () => {
@@ -69,7 +80,7 @@ async function main(): Promise<number> {
   );
   try {
     const result = await runSafeLoadGate(config, {
-      api: createKubeNodeApi(loadKubeConfig(config.kubeconfig)),
+      api: createKubeNodeApi(kubeConfig),
       readModule: (name) => readLoadedModule(config.sysModuleRoot, name),
       signal,
       clock: systemClock,

@@ -186,6 +186,16 @@ describe('init container against a real API server', () => {
     expect(await annotation(node)).toBeUndefined();
   });
 
+  it('exits 2 when the kubeconfig file exists but is not a kubeconfig, changing nothing', async () => {
+    const node = await aNode();
+    const broken = join(scratch, 'broken.kubeconfig');
+    await writeFile(broken, 'this: [is not a kubeconfig');
+    const gate = runGateProcess(gateEnv(node, { KUBECONFIG: broken }));
+    expect((await gate.exited).code, gate.output()).toBe(2);
+    expect(gate.lines.at(-1)).toMatchObject({ level: 'error', problems: [{ path: 'KUBECONFIG' }] });
+    expect(await annotation(node)).toBeUndefined();
+  });
+
   it.each([
     { tree: 'userspace-user', code: 4, last: /^driver is in use: nvidia \(refcnt 2, holders \[nvidia_uvm\], 1 user\(s\) outside the kernel\)$/ },
     { tree: 'kernel-holders-only', code: 0, last: /^safe to load the driver$/ },
