@@ -1,0 +1,159 @@
+/**
+ * Runs INSIDE the kernel-test guest (see ../harness/boot-guest.ts): one scenario, a list of
+ * steps, in one Node process, the way the agent's main loop would meet them. Reload steps call
+ * the agent's reloadDriver with its REAL kernel adapter (modprobe, rmmod, depmod, /sys/module);
+ * the other steps play the workload (a process holding the driver's device open).
+ *
+ * Usage: node run-scenario.ts <scenario.json>. Prints one JSON ScenarioReport on stdout; the
+ * agent's log goes to stderr. Exits 0 whether the agent succeeded or refused: the report says.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { pino } from 'pino';
+import { createRealKernel } from '../../../agent/kernel/real-kernel.ts';
+import { reloadDriver, type DriverToLoad, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
+import type { ModuleTree } from '../../../agent/kernel/kernel-port.ts';
+import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
+import { DriverRolloutError } from '../../../shared/errors.ts';
+import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
+
+export type ScenarioStep =
+  /** The agent makes the kernel run `built` (reloadDriver with the real adapter). */
+  | { readonly kind: 'reload'; readonly built: DriverToLoad; readonly tree: ModuleTree; readonly parameters: ModuleParameters }
+  /** A workload process (sleep) starts with the device open on its stdin and keeps it open. */
+  | { readonly kind: 'hold-device'; readonly device: string }
+  /** That process is killed and reaped. */
+  | { readonly kind: 'release-device' }
+  /** Opens and closes the device: does the loaded driver still serve it? */
+  | { readonly kind: 'open-device'; readonly device: string }
+  /** The real adapter's unload (rmmod) of one module, bypassing reloadDriver's own in-use check. */
+  | { readonly kind: 'unload-module'; readonly module: string };
+
+export interface Scenario {
+  readonly steps: readonly ScenarioStep[];
+  /** Modules whose /sys/module entry is reported after every step. */
+  readonly watch: readonly string[];
+}
+
+export interface StepReport {
+  readonly kind: ScenarioStep['kind'];
+  readonly durationMs: number;
+  readonly result?: ReloadResult;
+  readonly error?: { readonly name: string; readonly message: string; readonly fields: Readonly<Record<string, unknown>> };
+  /** For open-device: the errno code when the open failed. */
+  readonly openError?: string;
+  /** /sys/module/<m> of the watched modules after the step, read by this script, not the agent. */
+  readonly after: Readonly<Record<string, LoadedModule | null>>;
+  /** Kernel log lines written during the step (module init/exit messages), in the kernel's order. */
+  readonly kernelLog: readonly string[];
+}
+
+export interface ScenarioReport {
+  readonly steps: readonly StepReport[];
+}
+
+const run = promisify(execFile);
+const logger = pino({ level: 'debug', base: { component: 'agent' } }, pino.destination(2));
+
+async function runScenario(scenario: Scenario): Promise<ScenarioReport> {
+  const reports: StepReport[] = [];
+  let holder: ChildProcess | undefined;
+  try {
+    for (const step of scenario.steps) {
+      // The kernel log is the kernel's own account of what was loaded and unloaded, in order.
+      await run('dmesg', ['--clear']);
+      const started = performance.now();
+      const outcome: Partial<StepReport> = {};
+      switch (step.kind) {
+        case 'reload':
+          Object.assign(outcome, await reload(step));
+          break;
+        case 'hold-device':
+          holder = await holdOpen(step.device);
+          break;
+        case 'release-device':
+          if (holder !== undefined) await release(holder);
+          holder = undefined;
+          break;
+        case 'open-device':
+          Object.assign(outcome, openAndClose(step.device));
+          break;
+        case 'unload-module':
+          Object.assign(outcome, await reportError(() => createRealKernel({ logger }).unload(step.module)));
+          break;
+      }
+      const durationMs = Math.round(performance.now() - started);
+      reports.push({ kind: step.kind, durationMs, ...outcome, after: await snapshot(scenario.watch), kernelLog: await kernelLog() });
+    }
+  } finally {
+    if (holder !== undefined) await release(holder);
+  }
+  return { steps: reports };
+}
+
+async function reload(step: Extract<ScenarioStep, { kind: 'reload' }>): Promise<Pick<StepReport, 'result' | 'error'>> {
+  let result: ReloadResult | undefined;
+  const failure = await reportError(async () => {
+    result = await reloadDriver(createRealKernel({ logger }), step.built, { tree: step.tree, parameters: step.parameters, logger });
+  });
+  return result === undefined ? failure : { result };
+}
+
+/** Errors of the agent are results here: their class, message and structured fields. */
+async function reportError(action: () => Promise<void>): Promise<Pick<StepReport, 'error'>> {
+  try {
+    await action();
+    return {};
+  } catch (thrown) {
+    if (!(thrown instanceof Error)) throw thrown;
+    return { error: { name: thrown.name, message: thrown.message, fields: thrown instanceof DriverRolloutError ? thrown.fields : {} } };
+  }
+}
+
+/** The child inherits the open file; ours is closed at once, so only the child holds the device. */
+async function holdOpen(device: string): Promise<ChildProcess> {
+  const fd = openSync(device, 'r');
+  try {
+    const child = spawn('sleep', ['600'], { stdio: [fd, 'ignore', 'inherit'] });
+    await once(child, 'spawn');
+    return child;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Resolves once the child is reaped: by then the kernel has released its files (exit_files runs before exit_notify). */
+async function release(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+function openAndClose(device: string): Pick<StepReport, 'openError'> {
+  try {
+    closeSync(openSync(device, 'r'));
+    return {};
+  } catch (error) {
+    return { openError: (error as NodeJS.ErrnoException).code ?? String(error) };
+  }
+}
+
+async function snapshot(modules: readonly string[]): Promise<Record<string, LoadedModule | null>> {
+  const out: Record<string, LoadedModule | null> = {};
+  for (const m of modules) out[m] = (await readLoadedModule('/sys/module', m)) ?? null;
+  return out;
+}
+
+async function kernelLog(): Promise<string[]> {
+  const { stdout } = await run('dmesg', ['--notime']);
+  return stdout.split('\n').filter((line) => line.trim() !== '');
+}
+
+const scenarioPath = process.argv[2];
+if (scenarioPath === undefined) throw new Error('usage: run-scenario.ts <scenario.json>');
+const scenario = JSON.parse(await readFile(scenarioPath, 'utf8')) as Scenario;
+process.stdout.write(`${JSON.stringify(await runScenario(scenario))}\n`);

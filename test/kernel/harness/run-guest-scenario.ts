@@ -1,0 +1,46 @@
+import { realpathSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Scenario, ScenarioReport } from '../guest/run-scenario.ts';
+import type { Guest } from './boot-guest.ts';
+import { KernelTestBedError } from './kernel-test-bed-error.ts';
+
+const REPO_ROOT = join(import.meta.dirname, '..', '..', '..');
+const SCENARIO_SCRIPT = join(REPO_ROOT, 'test', 'kernel', 'guest', 'run-scenario.ts');
+
+/**
+ * The project's Node 24 binary, not the npm shim: the guest runs it directly from the host's
+ * root (node_modules/.bin/node is a symlink into the `node` package).
+ */
+export function projectNode(): string {
+  return realpathSync(join(REPO_ROOT, 'node_modules', '.bin', 'node'));
+}
+
+let scenarioCount = 0;
+
+/**
+ * Runs guest/run-scenario.ts in the guest on `scenario` and returns its report, plus the wall
+ * time of the whole guest command (Node's start-up included). Fails with the agent's stderr
+ * when the script itself fails (a refusal by the agent is a result, not a failure).
+ * Node's compile cache lives in the guest's /tmp: the first scenario of a boot pays for
+ * compiling the agent's imports under emulation, the later ones mostly do not.
+ */
+export async function runGuestScenario(
+  guest: Guest,
+  scenario: Scenario,
+  options: { readonly timeoutMs?: number } = {},
+): Promise<ScenarioReport & { readonly wallMs: number; readonly agentLog: string }> {
+  const file = join(guest.workDir, `scenario-${++scenarioCount}.json`);
+  await writeFile(file, JSON.stringify(scenario));
+  const command = `cd ${shellQuote(REPO_ROOT)} && NODE_COMPILE_CACHE=/tmp/node-compile-cache exec ${[projectNode(), SCENARIO_SCRIPT, file].map(shellQuote).join(' ')}`;
+  const run = await guest.run(command, options);
+  if (run.exitCode !== 0) {
+    throw new KernelTestBedError(`guest scenario script exited ${run.exitCode}: ${run.stderr.slice(-4_000)}`, { file, stdout: run.stdout });
+  }
+  return { ...(JSON.parse(run.stdout) as ScenarioReport), wallMs: Math.round(run.durationMs), agentLog: run.stderr };
+}
+
+/** One POSIX sh word. */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}

@@ -1,0 +1,198 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { BuiltDriver } from '../../agent/build/built-driver.ts';
+import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
+import type { ModuleParameters } from '../../agent/kernel/modprobe-config.ts';
+import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
+import type { ScenarioStep, StepReport } from './guest/run-scenario.ts';
+import { bootGuest, type Guest } from './harness/boot-guest.ts';
+import { defaultCacheDir } from './harness/build-initramfs.ts';
+import { runGuestScenario } from './harness/run-guest-scenario.ts';
+
+/*
+ * The agent's reloadDriver with its REAL kernel adapter (modprobe, rmmod, depmod, /sys/module)
+ * against Debian's kernel booted under QEMU. The sample driver (test/fixtures/sample-driver) is
+ * compiled on the host with the agent's buildDriver (real kbuild, its module cache kept in
+ * ~/.cache so reruns skip the compile); the guest reads it through the host share.
+ * One guest serves every scenario; each starts with the sample modules unloaded and its own
+ * module root and modprobe.d directory in the guest's /run (tmpfs).
+ */
+
+const CORE = 'drsample_core';
+const NET = 'drsample_net';
+const DEVICE = '/dev/drsample';
+
+let guest: Guest;
+let v1: BuiltDriver;
+let v2: BuiltDriver;
+
+beforeAll(async () => {
+  const cacheDir = join(defaultCacheDir(), 'kernel-test-modules');
+  const started = performance.now();
+  // The compile runs on the host while the guest boots.
+  const builds = (async () => [await buildSampleDriver('1.0.0', cacheDir), await buildSampleDriver('2.0.0', cacheDir)] as const)();
+  [guest, [v1, v2]] = await Promise.all([bootGuest(), builds]);
+  console.info(
+    `kernel tests: ${guest.kernel.version} booted in ${Math.round(guest.bootMs)} ms; sample driver 1.0.0 ${describeBuild(v1)}, 2.0.0 ${describeBuild(v2)}; ready after ${Math.round(performance.now() - started)} ms`,
+  );
+});
+
+afterAll(async () => {
+  await guest.stop();
+});
+
+beforeEach(async () => {
+  const reset = await guest.run(`for m in ${NET} ${CORE}; do if [ -e /sys/module/$m ]; then rmmod $m || exit 1; fi; done`);
+  expect(reset.exitCode, reset.stderr).toBe(0);
+});
+
+let treeCount = 0;
+
+/** A module root and modprobe.d directory of the guest's own, fresh for each scenario. */
+function freshTree(): ModuleTree {
+  const dir = `/run/driver-rollout-kernel-test/${++treeCount}`;
+  return { root: `${dir}/root`, kernelVersion: guest.kernel.version, configDir: `${dir}/modprobe.d` };
+}
+
+function reload(built: BuiltDriver, tree: ModuleTree, parameters: ModuleParameters = {}): ScenarioStep {
+  return { kind: 'reload', built, tree, parameters };
+}
+
+/** Runs the steps in the guest; a reload error other than `expectedErrors` fails with the agent's log. */
+async function runScenario(name: string, steps: readonly ScenarioStep[], expectedErrors: readonly string[] = []): Promise<readonly StepReport[]> {
+  const report = await runGuestScenario(guest, { steps, watch: [CORE, NET] });
+  const failedReload = report.steps.find((s) => s.error !== undefined && !expectedErrors.includes(s.error.name));
+  if (failedReload?.error !== undefined) {
+    throw new Error(`${name}: the agent failed: ${failedReload.error.name}: ${failedReload.error.message}\n--- agent log ---\n${report.agentLog.slice(-6_000)}`);
+  }
+  console.info(`kernel tests: ${name}: ${report.wallMs} ms in the guest; steps ${report.steps.map((s) => `${s.kind} ${s.durationMs} ms`).join(', ')}`);
+  return report.steps;
+}
+
+function step(steps: readonly StepReport[], index: number): StepReport {
+  const found = steps[index];
+  if (found === undefined) throw new Error(`the scenario reported ${steps.length} steps, not ${index + 1}`);
+  return found;
+}
+
+/** The sample modules' own init/exit messages, in the order the kernel logged them. */
+function moduleEvents(s: StepReport): string[] {
+  return s.kernelLog.filter((line) => /drsample_\w+ \S+ (loaded|unloaded)/.test(line)).map((line) => line.replace(/;.*$/, '').replace(/ \(.*$/, '').trim());
+}
+
+function srcversions(built: BuiltDriver): Record<string, string | undefined> {
+  return Object.fromEntries(built.modules.map((m) => [m.name, m.srcversion]));
+}
+
+function loadedSrcversions(s: StepReport): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(s.after).map(([name, m]) => [name, m?.srcversion]));
+}
+
+function describeBuild(built: BuiltDriver): string {
+  return built.cacheHit ? 'from the module cache' : `compiled in ${built.durationMs} ms`;
+}
+
+describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => {
+  it('loads the two-module driver fresh through depmod and modprobe, with parameters from config', async () => {
+    const tree = freshTree();
+    const greeting = 'hello from the config';
+    const steps = await runScenario('fresh load', [
+      reload(v1, tree, { [CORE]: { greeting } }),
+      { kind: 'open-device', device: DEVICE },
+    ]);
+    const load = step(steps, 0);
+    expect(load.result?.outcome).toBe('loaded-fresh');
+    expect(load.result?.unloaded).toEqual([]);
+    expect(load.result?.loadOrder.map((s) => s.module)).toEqual([CORE, NET]);
+    expect(load.result?.loadOrder.every((s) => s.path.startsWith(`${tree.root}/lib/modules/${tree.kernelVersion}/`))).toBe(true);
+    // What the kernel says, not what the agent says:
+    expect(loadedSrcversions(load)).toEqual(srcversions(v1));
+    expect(load.after[CORE]).toMatchObject({ version: '1.0.0', refcnt: 1, holders: [NET], parameters: { greeting } });
+    expect(load.after[NET]).toMatchObject({ version: '1.0.0', refcnt: 0, holders: [] });
+    expect(moduleEvents(load)).toEqual([`${CORE} 1.0.0 loaded`, `${NET} 1.0.0 loaded`]);
+    expect(load.kernelLog).toContainEqual(expect.stringContaining(`core says ${greeting}`));
+    expect(step(steps, 1).openError).toBeUndefined();
+  });
+
+  it('upgrades version 1 to version 2, unloading holders first, and version 2 is what runs', async () => {
+    const tree = freshTree();
+    const steps = await runScenario('upgrade', [reload(v1, tree), reload(v2, tree)]);
+    expect(srcversions(v2)).not.toEqual(srcversions(v1));
+    expect(loadedSrcversions(step(steps, 0))).toEqual(srcversions(v1));
+    const upgrade = step(steps, 1);
+    expect(upgrade.result?.outcome).toBe('reloaded');
+    expect(upgrade.result?.unloaded).toEqual([NET, CORE]);
+    expect(moduleEvents(upgrade)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 2.0.0 loaded`, `${NET} 2.0.0 loaded`]);
+    expect(loadedSrcversions(upgrade)).toEqual(srcversions(v2));
+    expect(upgrade.after[CORE]).toMatchObject({ version: '2.0.0', holders: [NET] });
+  });
+
+  it('refuses while a process holds the device open, changes nothing, and succeeds once it exits', async () => {
+    const tree = freshTree();
+    const steps = await runScenario('driver in use', [
+      reload(v1, tree),
+      { kind: 'hold-device', device: DEVICE },
+      reload(v2, tree),
+      { kind: 'open-device', device: DEVICE },
+      { kind: 'unload-module', module: CORE },
+      { kind: 'release-device' },
+      reload(v2, tree),
+    ], ['DriverInUseError', 'ModuleBusyError']);
+    const held = step(steps, 1);
+    expect(held.after[CORE]).toMatchObject({ refcnt: 2, holders: [NET] });
+
+    const refused = step(steps, 2);
+    expect(refused.result).toBeUndefined();
+    expect(refused.error?.name).toBe('DriverInUseError');
+    expect(refused.error?.message).toMatch(/^driver is in use: drsample_core \(refcnt 2, holders \[drsample_net\], 1 user\(s\) outside the kernel\)$/);
+    expect(refused.error?.fields).toMatchObject({ driver: 'drsample', inUse: [{ module: CORE, refcnt: 2, holders: [NET], outsideUsers: 1 }] });
+    expect(moduleEvents(refused)).toEqual([]);
+    expect(loadedSrcversions(refused)).toEqual(srcversions(v1));
+
+    const stillWorking = step(steps, 3);
+    expect(stillWorking.openError).toBeUndefined();
+    expect(stillWorking.after[CORE]).toMatchObject({ version: '1.0.0', refcnt: 2 });
+
+    // Should a user appear after the agent's check, the kernel (via rmmod) refuses on its own,
+    // and the adapter says so with its own error class.
+    const rmmod = step(steps, 4);
+    expect(rmmod.error?.name).toBe('ModuleBusyError');
+    expect(rmmod.error?.message).toMatch(/^rmmod drsample_core failed \(exit 1\): rmmod: ERROR: Module drsample_core is in use/);
+    expect(loadedSrcversions(rmmod)).toEqual(srcversions(v1));
+
+    expect(step(steps, 5).after[CORE]).toMatchObject({ refcnt: 1, holders: [NET] });
+    const retry = step(steps, 6);
+    expect(retry.result?.outcome).toBe('reloaded');
+    expect(moduleEvents(retry)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 2.0.0 loaded`, `${NET} 2.0.0 loaded`]);
+    expect(loadedSrcversions(retry)).toEqual(srcversions(v2));
+  });
+
+  it('takes the srcversion fast path when the same version is loaded: no unload, no load', async () => {
+    const tree = freshTree();
+    const steps = await runScenario('fast path', [
+      reload(v1, tree, { [CORE]: { greeting: 'first' } }),
+      reload(v1, tree, { [CORE]: { greeting: 'first' } }),
+      reload(v1, tree, { [CORE]: { greeting: 'second' } }),
+    ]);
+    const again = step(steps, 1);
+    expect(again.result).toMatchObject({ outcome: 'fast-path', unloaded: [], loadOrder: [] });
+    expect(moduleEvents(again)).toEqual([]);
+    expect(loadedSrcversions(again)).toEqual(srcversions(v1));
+    expect(again.after).toEqual(step(steps, 0).after);
+    // Same srcversion, other parameters: not the fast path, the kernel must see the new value.
+    const reconfigured = step(steps, 2);
+    expect(reconfigured.result?.outcome).toBe('reloaded');
+    expect(moduleEvents(reconfigured)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 1.0.0 loaded`, `${NET} 1.0.0 loaded`]);
+    expect(reconfigured.after[CORE]?.parameters).toEqual({ greeting: 'second' });
+  });
+
+  it("ends a load the kernel rejects in modprobe's own reason, with nothing left half-loaded", async () => {
+    const tree = freshTree();
+    // A charp parameter longer than 1024 bytes: the kernel's param_set_charp fails the init_module call (ENOSPC).
+    const steps = await runScenario('kernel rejects the load', [reload(v1, tree, { [CORE]: { greeting: 'x'.repeat(1025) } })], ['KernelCommandError']);
+    const rejected = step(steps, 0);
+    expect(rejected.error?.name).toBe('KernelCommandError');
+    expect(rejected.error?.message).toMatch(/^modprobe .*drsample_(core|net) failed \(exit 1\): modprobe: ERROR: could not insert 'drsample_core': No space left on device/);
+    expect(rejected.after).toEqual({ [CORE]: null, [NET]: null });
+  });
+});
