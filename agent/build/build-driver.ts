@@ -10,10 +10,12 @@ import { computeBuildKey } from './compute-build-key.ts';
 import { digestSourceTree, isKbuildOutput } from './digest-source-tree.ts';
 import { fetchTarball } from './fetch-tarball.ts';
 import { defaultHeadersDirs, findKernelHeaders } from './find-kernel-headers.ts';
-import { lookUpCacheEntry, removeCacheEntry, sha256OfFile, storeCacheEntry, type CacheEntryModule } from './module-cache.ts';
+import { lookUpCacheEntry, pruneModuleCache, removeCacheEntry, sha256OfFile, storeCacheEntry, touchCacheEntry, type CacheEntryModule } from './module-cache.ts';
 import { readModuleInfo } from './read-module-info.ts';
 import { parseModulesOrder, runKbuild } from './run-kbuild.ts';
 import { signModule, type ModuleSigningKey } from './sign-module.ts';
+
+const DEFAULT_CACHE_ENTRIES_KEPT = 8;
 
 /** Where the driver's kbuild sources come from. */
 export type DriverSource =
@@ -43,6 +45,8 @@ export interface BuildDriverOptions {
   readonly workDir?: string;
   /** make -j (default: available CPUs). */
   readonly jobs?: number;
+  /** Cache entries kept (most recently used, across kernels) after a build; default 8. */
+  readonly cacheEntriesKept?: number;
   readonly fetchAttempts?: number;
   readonly fetchBackoffMs?: number;
   readonly logger: Logger;
@@ -83,7 +87,10 @@ export async function buildDriver(options: BuildDriverOptions): Promise<BuiltDri
   };
 
   const cached = await lookUpCacheEntry(options.cacheDir, options.kernelVersion, cacheKey);
-  if (cached.status === 'hit') return finish(cached.modules, true);
+  if (cached.status === 'hit') {
+    await touchCacheEntry(options.cacheDir, options.kernelVersion, cacheKey);
+    return finish(cached.modules, true);
+  }
   if (cached.status === 'corrupt') {
     log.warn({ cacheKey, problem: cached.problem }, 'module cache entry is corrupt; rebuilding it');
     await removeCacheEntry(options.cacheDir, options.kernelVersion, cacheKey);
@@ -103,6 +110,8 @@ export async function buildDriver(options: BuildDriverOptions): Promise<BuiltDri
       { driver: options.driver, version: options.version, kernelVersion: options.kernelVersion, cacheKey, signed: options.signing !== undefined, builtAt: new Date().toISOString() },
       modules,
     );
+    const pruned = await pruneModuleCache(options.cacheDir, Math.max(1, options.cacheEntriesKept ?? DEFAULT_CACHE_ENTRIES_KEPT));
+    if (pruned.length > 0) log.info({ pruned }, 'removed least recently used module cache entries');
     return finish(stored, false);
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { BuiltModule } from './built-driver.ts';
@@ -128,6 +128,43 @@ export async function storeCacheEntry(
     }));
   } catch (error) {
     await rm(tmp, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Marks an entry as just used (the manifest's mtime), so pruning keeps it. */
+export async function touchCacheEntry(cacheDir: string, kernelVersion: string, cacheKey: string): Promise<void> {
+  const now = new Date();
+  await utimes(join(cacheEntryDir(cacheDir, kernelVersion, cacheKey), 'manifest.json'), now, now);
+}
+
+/**
+ * Keeps the `keep` most recently used entries (by manifest mtime, across kernels) and removes the
+ * others, so a node that saw many kernels and driver versions does not fill its disk. Entries
+ * without a manifest count as oldest. Returns the removed entries as `<kernel>/<key>`.
+ */
+export async function pruneModuleCache(cacheDir: string, keep: number): Promise<string[]> {
+  const entries: { kernel: string; key: string; usedAt: number }[] = [];
+  for (const kernel of await readdirOrEmpty(cacheDir)) {
+    for (const key of await readdirOrEmpty(join(cacheDir, kernel))) {
+      if (key.startsWith('.tmp-')) continue;
+      const usedAt = await stat(join(cacheDir, kernel, key, 'manifest.json')).then((s) => s.mtimeMs, () => 0);
+      entries.push({ kernel, key, usedAt });
+    }
+  }
+  const removed: string[] = [];
+  for (const entry of entries.sort((a, b) => b.usedAt - a.usedAt).slice(keep)) {
+    await removeCacheEntry(cacheDir, entry.kernel, entry.key);
+    removed.push(`${entry.kernel}/${entry.key}`);
+  }
+  return removed;
+}
+
+async function readdirOrEmpty(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
     throw error;
   }
 }
