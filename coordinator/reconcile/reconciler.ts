@@ -53,6 +53,21 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const evictionBlocked = new Map<string, { at: number; message: string; namespace: string; name: string }>();
   const parsed = new Map<string, { generation: number; result: ParseResult }>();
   const known = new Map<string, RolloutLabels>();
+  // What this replica last wrote per DriverRollout uid: a status the API server prunes (a schema
+  // missing a field) must not be rewritten on every pass, each write waking the next pass.
+  const lastWritten = new Map<string, unknown>();
+  /** The stored status, or what we last wrote when the stored one has no conditions (not seen yet, or pruned). */
+  const previousStatus = (rollout: DriverRolloutObject): unknown => {
+    const stored = rollout.status as { conditions?: unknown } | undefined;
+    return Array.isArray(stored?.conditions) ? stored : lastWritten.get(rollout.metadata?.uid ?? '');
+  };
+  const writeStatus = async (rollout: DriverRolloutObject, ref: RolloutRef, stored: unknown, next: object): Promise<boolean> => {
+    const uid = rollout.metadata?.uid ?? '';
+    if (isSameJson(stored, next) || isSameJson(lastWritten.get(uid), next)) return false;
+    await deps.writer.patchRolloutStatus(ref.namespace, ref.name, next as Record<string, unknown>);
+    lastWritten.set(uid, next);
+    return true;
+  };
 
   const parse = (rollout: DriverRolloutObject): ParseResult => {
     const uid = rollout.metadata?.uid ?? '';
@@ -78,11 +93,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
   const reconcileInvalid = async (rollout: DriverRolloutObject, ref: RolloutRef, result: Extract<ParseResult, { ok: false }>): Promise<void> => {
     const conditions = invalidSpecConditions(result.problems);
-    const previous = rollout.status;
+    const previous = previousStatus(rollout);
     const stamped = stampConditions(previous, conditions, ref.generation, new Date(now()).toISOString());
     const status = { observedGeneration: ref.generation, conditions: stamped };
-    if (isSameJson(pick(previous, ['observedGeneration', 'conditions']), status)) return;
-    await deps.writer.patchRolloutStatus(ref.namespace, ref.name, status);
+    if (!(await writeStatus(rollout, ref, pick(previous, ['observedGeneration', 'conditions']), status))) return;
     await recordEvent(rollout, ref, 'Warning', 'InvalidSpec', invalidSpecMessage(result.problems));
     log.warn({ rollout: `${ref.namespace}/${ref.name}`, problems: result.problems }, 'DriverRollout spec is invalid; doing nothing');
   };
@@ -120,7 +134,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         }
       },
     });
-    const status = toStoredStatus(rollout.status, plan.status, ref.generation, new Date(nowMs).toISOString());
+    const status = toStoredStatus(previousStatus(rollout), plan.status, ref.generation, new Date(nowMs).toISOString());
     if (!isSameJson(rollout.status, status)) {
       await deps.writer.patchRolloutStatus(ref.namespace, ref.name, status);
       for (const c of newlyTrue(rollout.status, plan.status.conditions)) {
