@@ -21,19 +21,21 @@ export interface DriverPodStatus {
 }
 
 /** `revisions`: DaemonSet name → newest revision hash (null when unknown). */
+const NONE: readonly DriverPodSnapshot[] = [];
+
 export function driverPodStatus(node: NodeSnapshot, revisions: ReadonlyMap<string, string | null>): DriverPodStatus {
-  const pods = node.driverPods.filter((p) => !p.deleting);
-  const outOfDate: DriverPodSnapshot[] = [];
+  const pods = node.driverPods.some((p) => p.deleting) ? node.driverPods.filter((p) => !p.deleting) : node.driverPods;
+  let outOfDate: DriverPodSnapshot[] | null = null;
   let revisionUnknown = false;
   let allReady = true;
   let restartCount = 0;
   for (const pod of pods) {
     const newest = revisions.get(pod.daemonSet) ?? null;
     if (newest === null) revisionUnknown = true;
-    else if (pod.revisionHash !== newest) outOfDate.push(pod);
+    else if (pod.revisionHash !== newest) (outOfDate ??= []).push(pod);
     if (!pod.ready) allReady = false;
     restartCount = Math.max(restartCount, pod.restartCount);
   }
-  const current = pods.length > 0 && outOfDate.length === 0 && !revisionUnknown;
-  return { pods, outOfDate, revisionUnknown, current, ready: current && allReady, restartCount };
+  const current = pods.length > 0 && outOfDate === null && !revisionUnknown;
+  return { pods, outOfDate: outOfDate ?? NONE, revisionUnknown, current, ready: current && allReady, restartCount };
 }

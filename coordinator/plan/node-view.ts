@@ -11,8 +11,9 @@ export interface NodeView {
   readonly snapshot: NodeSnapshot;
   state: UpgradeState;
   unschedulable: boolean;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+  /** Copied on first write (most nodes are never written in a pass). */
+  labels: Readonly<Record<string, string>>;
+  annotations: Readonly<Record<string, string>>;
 }
 
 export function createNodeView(snapshot: NodeSnapshot, stateLabel: string): NodeView {
@@ -20,8 +21,8 @@ export function createNodeView(snapshot: NodeSnapshot, stateLabel: string): Node
     snapshot,
     state: stateOf(snapshot.labels, stateLabel),
     unschedulable: snapshot.unschedulable,
-    labels: { ...snapshot.labels },
-    annotations: { ...snapshot.annotations },
+    labels: snapshot.labels,
+    annotations: snapshot.annotations,
   };
 }
 
@@ -35,7 +36,7 @@ export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction):
   switch (action.kind) {
     case 'setState':
       view.state = action.to;
-      view.labels[action.labelKey] = action.to;
+      view.labels = { ...view.labels, [action.labelKey]: action.to };
       break;
     case 'cordon':
       view.unschedulable = true;
@@ -44,13 +45,15 @@ export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction):
       view.unschedulable = false;
       break;
     case 'setAnnotation':
-      view.annotations[action.key] = action.value;
+      view.annotations = { ...view.annotations, [action.key]: action.value };
       break;
     case 'removeAnnotation':
-    case 'clearSafeLoad':
-      // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- annotation keys are data
-      delete view.annotations[action.key];
+    case 'clearSafeLoad': {
+      if (!(action.key in view.annotations)) break;
+      const { [action.key]: _removed, ...rest } = view.annotations;
+      view.annotations = rest;
       break;
+    }
   }
 }
 

@@ -88,12 +88,22 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
         : { type: 'Halted', status: 'False', reason: 'WithinFailureBudget', message: `${failed} nodes in upgrade-failed` },
       { type: 'InvalidSpec', status: 'False', reason: 'SpecValid', message: 'spec is valid' },
     ],
-    waiting: records
-      .flatMap((r) => (r.reason === null ? [] : [{ node: r.node.view.snapshot.name, state: r.node.view.state, code: r.reason.code, reason: r.reason.detail }]))
-      .sort((a, b) => Number(ROLLOUT_WIDE.has(a.code)) - Number(ROLLOUT_WIDE.has(b.code)) || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
-      .slice(0, MAX_WAITING_IN_STATUS)
-      .map(({ node, state, reason }) => ({ node, state, reason })),
+    waiting: firstWaiting(records),
   };
+}
+
+/** Node-specific waits first, then rollout-wide ones (no slot, paused…), each by name; at most MAX_WAITING_IN_STATUS. */
+function firstWaiting(records: readonly NodeRecord[]): RolloutStatus['waiting'] {
+  const specific: NodeRecord[] = [];
+  const wide: NodeRecord[] = [];
+  for (const r of records) {
+    if (r.reason === null) continue;
+    (ROLLOUT_WIDE.has(r.reason.code) ? wide : specific).push(r);
+  }
+  const byName = (a: NodeRecord, b: NodeRecord): number => (a.node.view.snapshot.name < b.node.view.snapshot.name ? -1 : 1);
+  return [...specific.sort(byName), ...wide.sort(byName)]
+    .slice(0, MAX_WAITING_IN_STATUS)
+    .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.detail ?? '' }));
 }
 
 function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean }): RolloutCondition {

@@ -43,14 +43,21 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
   if (budget === undefined) return null;
   const shortage = slotShortage(budget, isOutOfService({ state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready }));
   if (shortage === null) return null;
+  // Thousands of nodes may wait on one pool: share one Reason while the shortage is the same.
+  const cached = noSlotReasons.get(budget);
+  if (cached?.detail === shortage) return cached;
   const pool = budget.pool;
   const maxUnavailable = pool.maxUnavailable.kind === 'count' ? String(pool.maxUnavailable.value) : `${pool.maxUnavailable.value}%`;
-  return {
+  const reason: Reason = {
     code: 'no-slot',
     message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
     detail: shortage,
   };
+  noSlotReasons.set(budget, reason);
+  return reason;
 };
+
+const noSlotReasons = new WeakMap<PoolBudget, Reason>();
 
 export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
 
