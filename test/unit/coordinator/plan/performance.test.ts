@@ -1,7 +1,9 @@
 /**
  * Scale: one pass over 5,000 nodes and 50,000 pods, mid-rollout. The target is 50 ms on a
- * dedicated core (the benchmark measures it there); this machine is shared, so the test asserts a
- * looser bound and prints the median.
+ * dedicated core (the benchmark measures it there). This machine is shared and often loaded, so
+ * the test asserts on the fastest of several passes (robust to load) with room to spare, and on
+ * how the time grows from 1,250 to 5,000 nodes (linear: ×4, plus garbage-collection noise; quadratic would be ×16); it prints
+ * the figures.
  */
 import { describe, expect, it } from 'vitest';
 import type { UpgradeState } from '../../../../shared/keys.ts';
@@ -11,10 +13,9 @@ import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import type { ClusterSnapshot, NodeSnapshot, PodSnapshot } from '../../../../coordinator/plan/snapshot.ts';
 import { DRIVER_DAEMONSET, KEYS, NOW, aCluster, aPdb, aPolicy, secondsAgo } from './fixtures.ts';
 
-const NODES = 5_000;
 const PODS_PER_NODE = 10;
 
-function bigCluster(): ClusterSnapshot {
+function bigCluster(NODES: number): ClusterSnapshot {
   const states: readonly UpgradeState[] = ['upgrade-done', 'upgrade-required', 'upgrade-required', 'upgrade-required', 'drain-required', 'wait-for-jobs-required', 'pod-restart-required', 'validation-required'];
   const nodes: NodeSnapshot[] = [];
   for (let i = 0; i < NODES; i++) {
@@ -77,22 +78,25 @@ function measure(cluster: ClusterSnapshot, policy: DriverRolloutPolicy): { media
 }
 
 describe('planning pass at scale', () => {
-  it('plans 5,000 nodes and 50,000 pods well within budget (figures printed)', () => {
-    const cluster = bigCluster();
+  it('plans 5,000 nodes and 50,000 pods within budget, growing linearly (figures printed)', () => {
     const policy = aPolicy(
       { maxParallelUpgrades: 0, maxUnavailable: '10%', podDeletion: {}, drain: { enable: true }, waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 600 }, validation: { podSelector: 'app=validator' } },
       { priorityLabel: 'wave', pools: [0, 1, 2, 3].map((r) => ({ name: `rack-${r}`, nodeSelector: { matchLabels: { rack: `r${r}` } }, maxUnavailable: '20%' })) },
     );
+    const quarter = measure(bigCluster(1_250), policy);
+    const cluster = bigCluster(5_000);
     const first = measure(cluster, policy);
     // Steady state: the first pass's writes are in the cluster (reason annotations, timers, states).
     const steady = measure(applyActions(cluster, planUpgrades(cluster, policy, NOW).nodePlans.flatMap((p) => p.actions)), policy);
     console.log(
-      `planUpgrades over ${NODES} nodes / ${NODES * PODS_PER_NODE} pods: first pass median ${first.median.toFixed(1)} ms (min ${first.min.toFixed(1)}), ` +
-        `steady state median ${steady.median.toFixed(1)} ms (min ${steady.min.toFixed(1)}), ${first.actions} then ${steady.actions} actions`,
+      `planUpgrades over 5000 nodes / ${5_000 * PODS_PER_NODE} pods: first pass median ${first.median.toFixed(1)} ms (min ${first.min.toFixed(1)}), ` +
+        `steady state median ${steady.median.toFixed(1)} ms (min ${steady.min.toFixed(1)}), ${first.actions} then ${steady.actions} actions; ` +
+        `1250 nodes: min ${quarter.min.toFixed(1)} ms`,
     );
     expect(first.actions).toBeGreaterThan(steady.actions);
     expect(steady.actions).toBeGreaterThan(0);
-    expect(first.median).toBeLessThan(250);
-    expect(steady.median).toBeLessThan(250);
+    expect(first.min).toBeLessThan(150);
+    expect(steady.min).toBeLessThan(150);
+    expect(first.min / quarter.min).toBeLessThan(12);
   });
 });
