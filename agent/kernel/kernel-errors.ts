@@ -1,5 +1,6 @@
 import { DriverRolloutError } from '../../shared/errors.ts';
 import { describeModulesInUse, type ModuleInUse } from '../../shared/kmod/find-module-users.ts';
+import { describeDeviceUsers, type DeviceUser } from './find-device-users.ts';
 
 /**
  * The driver cannot be reloaded: something outside the modules being unloaded uses them
@@ -8,10 +9,14 @@ import { describeModulesInUse, type ModuleInUse } from '../../shared/kmod/find-m
  */
 export class DriverInUseError extends DriverRolloutError {
   readonly inUse: readonly ModuleInUse[];
+  /** Processes found holding the driver's device files (when the caller named them). */
+  readonly deviceUsers: readonly DeviceUser[];
 
-  constructor(driver: string, inUse: readonly ModuleInUse[]) {
-    super(`driver is in use: ${describeModulesInUse(inUse)}`, { driver, inUse });
+  constructor(driver: string, inUse: readonly ModuleInUse[], deviceUsers: readonly DeviceUser[] = []) {
+    const processes = deviceUsers.length === 0 ? '' : `; open by ${describeDeviceUsers(deviceUsers)}`;
+    super(`driver is in use: ${describeModulesInUse(inUse)}${processes}`, { driver, inUse, deviceUsers });
     this.inUse = inUse;
+    this.deviceUsers = deviceUsers;
   }
 }
 

@@ -20,6 +20,8 @@ export interface ModuleFile {
   readonly version: string | undefined;
   /** From `modinfo -F depends`; the real kernel learns this from depmod, the simulated one from here. */
   readonly dependsOn: readonly string[];
+  /** Parameters the module declares (`modinfo -F parm`); undefined when not known. */
+  readonly parameters?: readonly string[] | undefined;
 }
 
 /** One step of modprobe's plan, in load order, dependencies first. */

@@ -10,7 +10,7 @@ import { findMissingDependencies } from './find-missing-dependencies.ts';
 import { DriverVerificationError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
-import { planUnloadOrRefuse, readLoadedModules, unloadDriver } from './unload-driver.ts';
+import { planUnloadOrRefuse, readLoadedModules, unloadDriver, type DeviceUserLookup } from './unload-driver.ts';
 import { writeConfigFile } from './write-config-file.ts';
 
 /** The driver to load; `BuiltDriver` from agent/build fits. */
@@ -35,6 +35,8 @@ export interface ReloadDriverOptions {
   readonly competingModules?: readonly string[];
   /** Other modules of the old driver to unload when loaded (e.g. ones the new version dropped). */
   readonly alsoUnload?: readonly string[];
+  /** Device files whose holders are named in DriverInUseError (e.g. `/dev/nvidia`). */
+  readonly deviceUsers?: DeviceUserLookup;
   readonly logger: Logger;
 }
 
@@ -81,7 +83,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
     return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, durationsMs: { install: 0, unload: 0, load: 0, total } };
   }
   log.info({ reason: decision.reason }, 'driver needs loading');
-  planUnloadOrRefuse(built.driver, [...before.values()]);
+  await planUnloadOrRefuse(built.driver, [...before.values()], options.deviceUsers);
 
   const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
   const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
@@ -97,7 +99,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   try {
     const unloadStarted = performance.now();
     // unloadDriver reads /sys/module again: users may have come or gone while installing.
-    const unloaded = await unloadDriver(kernel, built.driver, unloadSet, log);
+    const unloaded = await unloadDriver(kernel, built.driver, unloadSet, log, options.deviceUsers);
     const unload = Math.round(performance.now() - unloadStarted);
 
     const loadStarted = performance.now();

@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,4 +63,19 @@ export async function aScratch(prefix: string, kernelVersion = '6.1.0-56-amd64')
   const sysModuleDir = join(dir, 'sys-module');
   await mkdir(sysModuleDir);
   return { dir, sysModuleDir, tree: { root: join(dir, 'root'), kernelVersion, configDir: join(dir, 'modprobe.d') } };
+}
+
+/** A real process (`sleep`) holding `file` open on fd 3 until killed; resolves once it runs. */
+export async function holdOpen(file: string): Promise<ChildProcess> {
+  const fd = openSync(file, 'r');
+  try {
+    const child = spawn('sleep', ['60'], { stdio: ['ignore', 'ignore', 'inherit', fd] });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    return child;
+  } finally {
+    closeSync(fd);
+  }
 }

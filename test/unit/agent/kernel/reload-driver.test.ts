@@ -1,4 +1,4 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pathExists } from '../../../../agent/build/path-exists.ts';
@@ -7,7 +7,7 @@ import type { ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
 import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
 import { silentLogger } from '../build/sample-driver.ts';
-import { aSampleDriver, aScratch, fakeSrcversion, type Scratch } from './fixtures.ts';
+import { aSampleDriver, aScratch, fakeSrcversion, holdOpen, type Scratch } from './fixtures.ts';
 
 // The reload logic with the simulated kernel (no kernel to load modules into here; the real
 // adapter's side is covered by real-kernel.test.ts and, in a VM, by test/kernel).
@@ -84,6 +84,22 @@ describe('reloadDriver with the simulated kernel', () => {
     expect((await kernel.readModule('drsample_core'))?.srcversion).toBe(v1.modules[0]?.srcversion);
     await device.close();
     expect((await reloadDriver(kernel, v2, options())).outcome).toBe('reloaded');
+  });
+
+  it('names the processes holding the device files when asked (real /proc)', async () => {
+    await reloadDriver(kernel, v1, options());
+    const device = await kernel.openDevice('drsample_core');
+    // The simulated /dev/drsample is a file of the scratch dir, held by a real process.
+    const deviceFile = join(scratch.dir, 'drsample');
+    await writeFile(deviceFile, '');
+    const holder = await holdOpen(deviceFile);
+    try {
+      const attempt = reloadDriver(kernel, v2, options({ deviceUsers: { devicePrefixes: [deviceFile] } }));
+      await expect(attempt).rejects.toThrow(`; open by pid ${holder.pid} (sleep) has ${deviceFile} open`);
+    } finally {
+      holder.kill();
+      await device.close();
+    }
   });
 
   it('counts a holder that is not being unloaded as a user', async () => {
