@@ -1,5 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-class-instance-assignment -- client-node's generated
-   models are plain JSON shapes (its own serializer accepts object literals); only adapters touch them. */
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../shared/kube/api-error.ts';
 import { LeaseConflictError, type LeasePort, type LeaseRecord, type LeaseSpecRecord } from './lease-port.ts';
