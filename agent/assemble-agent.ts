@@ -69,7 +69,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     sinks: {
       writePodCondition: createPodConditionWriter(core, { name: config.podName, namespace: config.podNamespace }, keys.driverReadyCondition, now),
       writeNodeLabels: createNodeLabelWriter(core, config.nodeName),
-      recordNodeEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, namespace: config.podNamespace, podName: config.podName }, now),
+      recordNodeEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, now),
     },
   });
   let loopRunning = true;

@@ -42,6 +42,24 @@ const STEP_REASONS: Readonly<Record<AgentStep, string>> = {
 /** Pure: how a failed step is shown to people. Never throws, whatever was thrown. */
 export function describeFailure(step: AgentStep, error: unknown): FailureDescription {
   const reason = REASONS.find(([kind]) => error instanceof kind)?.[1] ?? STEP_REASONS[step];
-  const why = error instanceof Error ? error.message : String(error);
+  const why = error instanceof CompileError ? summarizeCompileError(error) : error instanceof Error ? error.message : String(error);
   return { reason, message: `Failed: ${why}` };
+}
+
+const MAX_COMPILER_ERRORS = 5;
+
+/**
+ * A compile failure in a few lines: the headline and the compiler's `error:` lines, with the
+ * temporary build directory cut from the paths (it differs on every attempt and says nothing).
+ * The whole output stays in the log.
+ */
+export function summarizeCompileError(error: CompileError): string {
+  const headline = error.message.split('\n', 1)[0] ?? error.message;
+  const errors = error.outputTail
+    .split('\n')
+    .filter((line) => /\berror:/.test(line) || /^\S*ERROR:/.test(line))
+    .map((line) => line.trim().replace(/^\/\S*\/([^/\s]+:\d+)/, '$1'));
+  const shown = errors.slice(0, MAX_COMPILER_ERRORS);
+  const more = errors.length > shown.length ? ` (and ${errors.length - shown.length} more)` : '';
+  return shown.length === 0 ? error.message : `${headline} ${shown.join('; ')}${more}`;
 }

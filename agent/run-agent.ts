@@ -196,7 +196,7 @@ async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<
 
 async function reportFailure(deps: AgentDeps, report: (s: DriverState) => Promise<void>, step: AgentStep, error: Error): Promise<void> {
   const { reason, message } = describeFailure(step, error);
-  deps.log.error({ err: error, step, reason }, message);
+  deps.log.error({ err: error, step, reason }, `${step} failed: ${reason}`);
   deps.metrics.countFailure(reason);
   const previous = deps.reporter.current();
   await report({ phase: 'Failed', reason, message, deviceCount: previous.deviceCount });

@@ -9,10 +9,15 @@ export interface NodeEventInput {
   readonly message: string;
 }
 
+/**
+ * Events about a cluster-scoped object must live in `default`: the API server rejects a core/v1
+ * Event whose namespace is neither empty nor `default` when its involvedObject has no namespace
+ * ("involvedObject.namespace: does not match event.namespace"). The kubelet writes node events there too.
+ */
+export const NODE_EVENT_NAMESPACE = 'default';
+
 export interface NodeEventTarget {
   readonly nodeName: string;
-  /** Events are namespaced; the agent writes them in its own namespace (kubectl describe node lists all namespaces). */
-  readonly namespace: string;
   /** The pod writing them, shown as the reporting instance. */
   readonly podName: string;
 }
@@ -22,7 +27,7 @@ export const AGENT_COMPONENT = 'driver-rollout-agent';
 /** Pure: a new Event about the node. `involvedObject` has no uid: kubectl matches node events by kind and name. */
 export function nodeEvent(target: NodeEventTarget, input: NodeEventInput, now: Date): CoreV1Event {
   return {
-    metadata: { generateName: `${target.nodeName}.`, namespace: target.namespace },
+    metadata: { generateName: `${target.nodeName}.`, namespace: NODE_EVENT_NAMESPACE },
     involvedObject: { apiVersion: 'v1', kind: 'Node', name: target.nodeName },
     type: input.type,
     reason: input.reason,
@@ -37,19 +42,21 @@ export function nodeEvent(target: NodeEventTarget, input: NodeEventInput, now: D
 }
 
 /**
- * Records Events on the node. A retry that fails the same way again does not create a new Event:
- * it bumps `count` and `lastTimestamp` of the one already written, as the kubelet's recorder does.
+ * Records Events on the node. A retry that fails for the same reason again does not create a new
+ * Event: it bumps `count` and `lastTimestamp` of the one already written and takes the newest
+ * message (a compiler's output names a fresh temporary directory every time), as the kubelet's
+ * recorder aggregates similar events.
  */
 export function createNodeEventRecorder(core: CoreV1Api, target: NodeEventTarget, now: () => Date) {
   const written = new Map<string, { name: string; count: number }>();
   return async (input: NodeEventInput): Promise<void> => {
-    const key = `${input.type}\u0000${input.reason}\u0000${input.message}`;
+    const key = `${input.type}\u0000${input.reason}`;
     const seen = written.get(key);
     if (seen !== undefined) {
       try {
         const count = seen.count + 1;
         await core.patchNamespacedEvent(
-          { name: seen.name, namespace: target.namespace, body: { count, lastTimestamp: now() } },
+          { name: seen.name, namespace: NODE_EVENT_NAMESPACE, body: { count, lastTimestamp: now(), message: truncateMessage(input.message) } },
           MERGE_PATCH,
         );
         seen.count = count;
@@ -60,7 +67,7 @@ export function createNodeEventRecorder(core: CoreV1Api, target: NodeEventTarget
         written.delete(key);
       }
     }
-    const created = await core.createNamespacedEvent({ namespace: target.namespace, body: nodeEvent(target, input, now()) });
+    const created = await core.createNamespacedEvent({ namespace: NODE_EVENT_NAMESPACE, body: nodeEvent(target, input, now()) });
     written.set(key, { name: created.metadata.name ?? '', count: 1 });
   };
 }

@@ -84,7 +84,8 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
     report(state) {
       const previous = current;
       if (previous.phase !== state.phase || previous.message !== state.message) {
-        log.info({ phase: state.phase, reason: state.reason, from: previous.phase }, state.message);
+        // The first line only: a failure's full text (a compiler's output) is logged with its error.
+        log.info({ phase: state.phase, reason: state.reason, from: previous.phase }, state.message.split('\n', 1)[0] ?? '');
       }
       const seq = ++latest;
       if (!isReady(state)) current = state;
