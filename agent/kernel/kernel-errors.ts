@@ -39,3 +39,9 @@ export class ModuleBusyError extends KernelCommandError {}
 
 /** After loading, a module is missing from /sys/module or its srcversion is not the built one. */
 export class DriverVerificationError extends DriverRolloutError {}
+
+/**
+ * A module to load needs another that modprobe cannot find in the tree and that is not staying
+ * loaded: loading would fail with "Unknown symbol" after the old driver was unloaded, so nothing is.
+ */
+export class ModuleDependencyError extends DriverRolloutError {}

@@ -7,7 +7,7 @@ import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { decideReload } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
-import { DriverVerificationError } from './kernel-errors.ts';
+import { DriverVerificationError, ModuleDependencyError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
 import { planUnloadOrRefuse, readLoadedModules, unloadDriver, type DeviceUserLookup } from './unload-driver.ts';
@@ -121,7 +121,7 @@ async function refuseMissingDependencies(kernel: KernelPort, built: readonly Mod
   for (const name of outsideDependencies) if ((await kernel.readModule(name)) !== undefined) loadedOutside.add(name);
   const missing = findMissingDependencies(built, loadOrder, (m) => loadedOutside.has(m));
   if (missing.length > 0) {
-    throw new DriverRolloutError(`modprobe cannot resolve the driver's dependencies in the module tree (${missing.join('; ')}); nothing was unloaded`, { missing });
+    throw new ModuleDependencyError(`modprobe cannot resolve the driver's dependencies in the module tree (${missing.join('; ')}); nothing was unloaded`, { missing });
   }
 }
 

@@ -2,7 +2,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pathExists } from '../../../../agent/build/path-exists.ts';
-import { DriverInUseError, KernelCommandError } from '../../../../agent/kernel/kernel-errors.ts';
+import { DriverInUseError, KernelCommandError, ModuleDependencyError } from '../../../../agent/kernel/kernel-errors.ts';
 import type { ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
 import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
@@ -133,7 +133,9 @@ describe('reloadDriver with the simulated kernel', () => {
     await reloadDriver(kernel, v1, options());
     const [core, net] = v2.modules as [ModuleFile, ModuleFile];
     const broken = { ...v2, modules: [core, { ...net, dependsOn: ['drsample_core', 'drsample_missing'] }] };
-    await expect(reloadDriver(kernel, broken, options())).rejects.toThrow(
+    const attempt = reloadDriver(kernel, broken, options());
+    await expect(attempt).rejects.toBeInstanceOf(ModuleDependencyError);
+    await expect(attempt).rejects.toThrow(
       "modprobe cannot resolve the driver's dependencies in the module tree (drsample_net needs drsample_missing); nothing was unloaded",
     );
     expect(ops().filter((op) => op.startsWith('rmmod'))).toEqual([]);
