@@ -181,7 +181,7 @@ async function collectModules(sourceDir: string, options: BuildDriverOptions, he
       });
     }
     if (modules.some((m) => m.name === info.name)) throw new BuildOutputError(`two built modules are named ${info.name}`, { name: info.name });
-    modules.push({ name: info.name, builtPath, srcversion: info.srcversion, version: info.version, dependsOn: info.dependsOn });
+    modules.push({ name: info.name, builtPath, srcversion: info.srcversion, version: info.version, dependsOn: info.dependsOn, parameters: info.parameters });
   }
   return modules;
 }

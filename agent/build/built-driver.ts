@@ -10,6 +10,8 @@ export interface BuiltModule {
   readonly version: string | undefined;
   /** `modinfo -F depends`: modules whose symbols this one uses (they must be loaded first). */
   readonly dependsOn: readonly string[];
+  /** `modinfo -F parm` names; undefined for cache entries written before they were recorded. */
+  readonly parameters?: readonly string[] | undefined;
   /** sha256 of the .ko file, checked against the cache manifest on every cache hit. */
   readonly sha256: string;
 }

@@ -29,6 +29,8 @@ const manifestSchema = z.object({
         srcversion: z.string().nullable(),
         version: z.string().nullable(),
         dependsOn: z.array(z.string()),
+        // Absent in entries written before declared parameters were recorded.
+        parameters: z.array(z.string()).optional(),
       }),
     )
     .min(1),
@@ -71,7 +73,7 @@ export async function lookUpCacheEntry(cacheDir: string, kernelVersion: string, 
     if (actual !== m.sha256) {
       return { status: 'corrupt', problem: `${m.file}: sha256 ${actual ?? '(missing)'} does not match the manifest's ${m.sha256}` };
     }
-    modules.push({ name: m.name, path, sha256: m.sha256, srcversion: m.srcversion ?? undefined, version: m.version ?? undefined, dependsOn: m.dependsOn });
+    modules.push({ name: m.name, path, sha256: m.sha256, srcversion: m.srcversion ?? undefined, version: m.version ?? undefined, dependsOn: m.dependsOn, parameters: m.parameters });
   }
   return { status: 'hit', manifest, modules };
 }
@@ -83,6 +85,7 @@ export interface CacheEntryModule {
   readonly srcversion: string | undefined;
   readonly version: string | undefined;
   readonly dependsOn: readonly string[];
+  readonly parameters?: readonly string[] | undefined;
 }
 
 /**
@@ -111,6 +114,7 @@ export async function storeCacheEntry(
         srcversion: m.srcversion ?? null,
         version: m.version ?? null,
         dependsOn: [...m.dependsOn],
+        parameters: m.parameters === undefined ? undefined : [...m.parameters],
       });
     }
     const manifest: CacheManifest = { format: 1, ...entry, modules: listed };
@@ -125,6 +129,7 @@ export async function storeCacheEntry(
       srcversion: m.srcversion ?? undefined,
       version: m.version ?? undefined,
       dependsOn: m.dependsOn,
+      parameters: m.parameters,
     }));
   } catch (error) {
     await rm(tmp, { recursive: true, force: true });

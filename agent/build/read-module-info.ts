@@ -10,6 +10,8 @@ export interface ModuleInfo {
   readonly dependsOn: readonly string[];
   /** First word of vermagic: the kernel release the module was built for. */
   readonly kernelRelease: string | undefined;
+  /** Names of the parameters the module declares (`parm:` lines; those without a description too). */
+  readonly parameters: readonly string[];
 }
 
 /**
@@ -33,6 +35,10 @@ export function parseModinfo(text: string, fileName: string): ModuleInfo {
     version: nonEmpty('version'),
     dependsOn: (nonEmpty('depends') ?? '').split(',').filter((d) => d !== '').map(sysfsModuleName),
     kernelRelease: nonEmpty('vermagic')?.split(/\s+/)[0],
+    parameters: text
+      .split('\n')
+      .map((line) => /^parm:\s*([^:\s]+):/.exec(line)?.[1])
+      .filter((name) => name !== undefined),
   };
 }
 
