@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, normalize } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { x as extractTar } from 'tar';
 import type { Logger } from '../../shared/logger.ts';
-import { BuildOutputError } from './build-errors.ts';
+import { BuildOutputError, SourceFetchError } from './build-errors.ts';
 import type { BuiltDriver } from './built-driver.ts';
 import { computeBuildKey } from './compute-build-key.ts';
 import { digestSourceTree, isKbuildOutput } from './digest-source-tree.ts';
@@ -12,6 +12,7 @@ import { fetchTarball } from './fetch-tarball.ts';
 import { defaultHeadersDirs, findKernelHeaders } from './find-kernel-headers.ts';
 import { lookUpCacheEntry, pruneModuleCache, removeCacheEntry, sha256OfFile, storeCacheEntry, touchCacheEntry, type CacheEntryModule } from './module-cache.ts';
 import { readModuleInfo } from './read-module-info.ts';
+import { pathExists } from './path-exists.ts';
 import { parseModulesOrder, runKbuild } from './run-kbuild.ts';
 import { signModule, type ModuleSigningKey } from './sign-module.ts';
 
@@ -119,7 +120,12 @@ export async function buildDriver(options: BuildDriverOptions): Promise<BuiltDri
 }
 
 async function digestSource(source: DriverSource): Promise<string> {
-  if (source.kind === 'directory') return `tree:${await digestSourceTree(source.path)}`;
+  if (source.kind === 'directory') {
+    if (!(await pathExists(join(source.path, 'Kbuild'))) && !(await pathExists(join(source.path, 'Makefile')))) {
+      throw new SourceFetchError(`driver source directory ${source.path} has no Kbuild or Makefile (is the image's source tree mounted?)`, { path: source.path });
+    }
+    return `tree:${await digestSourceTree(source.path)}`;
+  }
   return `tarball:${source.sha256.toLowerCase()}:strip=${source.stripComponents ?? 0}`;
 }
 

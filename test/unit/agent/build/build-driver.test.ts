@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuildOutputError, CompileError, KernelHeadersMissingError } from '../../../../agent/build/build-errors.ts';
+import { BuildOutputError, CompileError, KernelHeadersMissingError, SourceFetchError } from '../../../../agent/build/build-errors.ts';
 import type { BuiltDriver } from '../../../../agent/build/built-driver.ts';
 import { cacheEntryDir } from '../../../../agent/build/module-cache.ts';
 import { buildSampleDriver, installedHeadersKernel, SAMPLE_DRIVER_DIR } from './sample-driver.ts';
@@ -94,6 +94,12 @@ describe('buildDriver failures end in clear errors', () => {
     });
     await expect(attempt).rejects.toBeInstanceOf(KernelHeadersMissingError);
     await expect(attempt).rejects.toThrow(/kernel headers for 6\.1\.0-999-amd64 not found.*linux-headers-6\.1\.0-999-amd64/);
+  });
+
+  it('a source directory without Kbuild or Makefile is named in the error', async () => {
+    const attempt = buildSampleDriver('1.0.0', join(scratch, 'cache'), { source: { kind: 'directory', path: join(scratch, 'no-sources') } });
+    await expect(attempt).rejects.toBeInstanceOf(SourceFetchError);
+    await expect(attempt).rejects.toThrow(/no-sources has no Kbuild or Makefile/);
   });
 
   it('a compile error carries the compiler\'s last lines', async () => {
