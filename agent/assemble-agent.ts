@@ -144,7 +144,9 @@ function createSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfo
         cacheDir: config.cacheDir,
         makeVariables: config.makeVariables,
         signing: config.signing,
-        ...(config.headersDirs === undefined ? {} : { headersDirs: config.headersDirs }),
+        ...(config.headersDirs === undefined
+          ? {}
+          : { headersDirs: config.headersDirs.map((d) => d.replaceAll('{kernel}', detection.host.kernelRelease)) }),
         logger: log,
         signal,
       });

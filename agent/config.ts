@@ -54,7 +54,11 @@ export interface AgentConfig {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Backoff between failed attempts: doubles from `initialMs` up to `maxMs`. */
   readonly retry: { readonly initialMs: number; readonly maxMs: number };
-  /** kbuild trees to try; undefined: `/lib/modules/<kver>/build`, then `/usr/src/linux-headers-<kver>`. */
+  /**
+   * kbuild trees to try, `{kernel}` standing for the target kernel release (e.g.
+   * `/host/usr/src/linux-headers-{kernel}`); undefined: `/lib/modules/<kver>/build`, then
+   * `/usr/src/linux-headers-<kver>`.
+   */
   readonly headersDirs: readonly string[] | undefined;
   readonly makeVariables: Readonly<Record<string, string>>;
   readonly signing: { readonly privateKeyPath: string; readonly certificatePath: string } | undefined;

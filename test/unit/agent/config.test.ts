@@ -65,7 +65,9 @@ describe('parseAgentConfig', () => {
       MAKE_VARIABLES: 'CONFIG_X=y EXTRA=1',
       DEVICE_VENDORS: '15B3',
       DEVICE_CLASSES: '0207',
+      HEADERS_DIRS: '/host/usr/src/linux-headers-{kernel},/host/usr/src/kernels/{kernel}',
     });
+    expect(c.headersDirs).toEqual(['/host/usr/src/linux-headers-{kernel}', '/host/usr/src/kernels/{kernel}']);
     expect(c.modules).toEqual(['mlx5_core', 'mlx5_ib']);
     expect(c.moduleParameters).toEqual({ mlx5_core: { prof_sel: '2', debug_mask: '0' }, mlx5_ib: { dc_cnak_qp_depth: '4096' } });
     expect(c.blacklist).toEqual(['mlx4_core']);
