@@ -1,0 +1,113 @@
+import { PolicyV1Api, type V1Node } from '@kubernetes/client-node';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sharedCluster } from '../../bed/shared-cluster.ts';
+import { waitUntil } from '../../bed/wait-until.ts';
+import { leaseHolder, spawnCoordinator, type CoordinatorProcess } from './coordinator-process.ts';
+import { installCrd, isPodReady, RolloutWorld, UPGRADING } from './harness.ts';
+
+const cluster = sharedCluster();
+const kc = cluster.kubeConfig();
+let world: RolloutWorld;
+const processes: CoordinatorProcess[] = [];
+
+beforeAll(async () => {
+  await installCrd(kc);
+});
+
+afterEach(async () => {
+  for (const p of processes.splice(0)) await p.kill('SIGKILL');
+  await world.tearDown();
+});
+
+function start(identity: string): CoordinatorProcess {
+  const p = spawnCoordinator(cluster.kubeconfigPath, world.ns.name, identity);
+  processes.push(p);
+  return p;
+}
+
+const outOfService = (nodes: ReadonlyMap<string, V1Node>): number =>
+  [...nodes.values()].filter((n) => n.spec?.unschedulable === true || UPGRADING.has(world.stateOf(n))).length;
+
+async function allUpgraded(image: string, timeoutMs: number): Promise<void> {
+  await waitUntil(`every node upgrade-done on ${image}`, async () => {
+    const pods = await world.driverPods();
+    if (pods.length !== world.nodeNames.length || !pods.every((p) => isPodReady(p) && p.spec?.containers[0]?.image === image)) return undefined;
+    const nodes = await world.nodes();
+    return nodes.every((n) => world.stateOf(n) === 'upgrade-done' && n.spec?.unschedulable !== true) ? true : undefined;
+  }, { timeoutMs, intervalMs: 200 });
+}
+
+describe('the coordinator process', () => {
+  it('resumes a drain after SIGKILL and a restart, keeping its start time and the limit', async () => {
+    world = new RolloutWorld(kc, 'kill');
+    await world.setUp([{}, {}]);
+    await world.createDriver('driver:v1');
+    const policy = kc.makeApiClient(PolicyV1Api);
+    for (const [i, node] of world.nodeNames.entries()) {
+      await world.createPod(node, `guarded-${i}`, { labels: { guard: String(i) } });
+      await policy.createNamespacedPodDisruptionBudget({
+        namespace: world.ns.name,
+        body: { metadata: { name: `guard-${i}` }, spec: { minAvailable: 1, selector: { matchLabels: { guard: String(i) } } } },
+      });
+    }
+    await world.createRollout({ upgradePolicy: { maxUnavailable: 1, drain: { enable: true, force: true, timeoutSeconds: 120 } } });
+    const first = start('first');
+    await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));
+    const watch = await world.watchNodes((nodes) => (outOfService(nodes) > 1 ? `${outOfService(nodes)} nodes out of service` : undefined));
+    await world.bumpDriver('driver:v2');
+
+    const [drainingNode, drainStart] = await world.waitForNodes('a node draining', (nodes) => {
+      const draining = nodes.find((n) => world.stateOf(n) === 'drain-required' && n.metadata?.annotations?.[world.keys.drainStartTime] !== undefined);
+      return draining === undefined ? undefined : [draining.metadata?.name, draining.metadata?.annotations?.[world.keys.drainStartTime]] as const;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await first.kill('SIGKILL')).toBeNull();
+    start('second');
+    await waitUntil('the restarted coordinator to lead', async () => ((await leaseHolder(kc, world.ns.name)) === 'second' ? true : undefined), { timeoutMs: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Still draining, from the start time the killed process wrote: the drain resumed, not restarted.
+    const resumed = (await world.nodes()).find((n) => n.metadata?.name === drainingNode);
+    expect(resumed === undefined ? undefined : world.stateOf(resumed)).toBe('drain-required');
+    expect(resumed?.metadata?.annotations?.[world.keys.drainStartTime]).toBe(drainStart);
+    for (const i of world.nodeNames.keys()) await policy.deleteNamespacedPodDisruptionBudget({ name: `guard-${i}`, namespace: world.ns.name });
+
+    await allUpgraded('driver:v2', 60_000);
+    watch.stop();
+    expect(watch.violations).toEqual([]);
+    const rollout = await world.rollout();
+    expect(rollout.status?.nodes).toMatchObject({ done: 2, failed: 0 });
+  });
+
+  it('fails over between two replicas: the standby takes over within the lease duration after the leader is SIGKILLed', async () => {
+    world = new RolloutWorld(kc, 'ha');
+    await world.setUp([{}, {}]);
+    await world.createDriver('driver:v1');
+    await world.createRollout({ upgradePolicy: { maxUnavailable: 1, drain: { enable: true, force: true, timeoutSeconds: 30 } } });
+    const replicas = [start('replica-a'), start('replica-b')];
+    const leader = await waitUntil('a leader', () => leaseHolder(kc, world.ns.name), { timeoutMs: 30_000 });
+    await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));
+
+    const victim = replicas.find((r) => r.identity === leader);
+    const standby = replicas.find((r) => r.identity !== leader);
+    await victim?.kill('SIGKILL');
+    const killedAt = Date.now();
+    await waitUntil('the standby to hold the Lease', async () => ((await leaseHolder(kc, world.ns.name)) === standby?.identity ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
+    const takeoverMs = Date.now() - killedAt;
+    process.stderr.write(`[coordinator] failover after SIGKILL took ${takeoverMs} ms (lease duration 2000 ms, retry 200 ms)\n`);
+    expect(takeoverMs).toBeLessThan(2_000 + 1_000);
+
+    // The new leader does the work.
+    await world.bumpDriver('driver:v2');
+    await allUpgraded('driver:v2', 60_000);
+
+    // A graceful stop releases the Lease: a fresh standby takes over at its next try.
+    const third = start('replica-c');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const stoppedAt = Date.now();
+    expect(await standby?.kill('SIGTERM')).toBe(0);
+    await waitUntil('replica-c to hold the Lease', async () => ((await leaseHolder(kc, world.ns.name)) === third.identity ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
+    const handoverMs = Date.now() - stoppedAt;
+    process.stderr.write(`[coordinator] handover after SIGTERM took ${handoverMs} ms\n`);
+    expect(handoverMs).toBeLessThan(2_000);
+  });
+});
