@@ -189,7 +189,7 @@ export class SimulatedKernel implements KernelPort {
     if (failure !== undefined) {
       throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': ${failure}` });
     }
-    this.#live.set(file.name, { file, parameters, holders: new Set(), userReferences: 0 });
+    this.#live.set(file.name, { file, parameters: declaredOnly(file, parameters), holders: new Set(), userReferences: 0 });
     await this.#writeSysfs(file.name);
     for (const dependency of file.dependsOn) {
       this.#live.get(dependency)?.holders.add(file.name);
@@ -231,6 +231,15 @@ export class SimulatedKernel implements KernelPort {
   #now(): number {
     return (this.#options.now ?? Date.now)();
   }
+}
+
+/**
+ * The kernel keeps the parameters a module declares and ignores the rest ("unknown parameter
+ * 'x' ignored" in dmesg; the load succeeds). Without a declared list, every option is kept.
+ */
+function declaredOnly(file: ModuleFile, parameters: Readonly<Record<string, string>>): Record<string, string> {
+  const declared = file.parameters;
+  return Object.fromEntries(Object.entries(parameters).filter(([name]) => declared === undefined || declared.includes(name)));
 }
 
 function treeKey(tree: ModuleTree): string {

@@ -40,6 +40,14 @@ describe('the simulated kernel', () => {
     expect((await kernel.listLoaded()).map((m) => m.name)).toEqual(['drsample_core', 'drsample_net']);
   });
 
+  it('ignores options the module does not declare, as the kernel does (the load succeeds)', async () => {
+    const declaring = driver.modules.map((m) => ({ ...m, parameters: m.name === 'drsample_core' ? ['greeting'] : [] }));
+    await kernel.installModules(scratch.tree, 'drsample', declaring);
+    await writeConfigFile(join(scratch.tree.configDir, 'x.conf'), renderModprobeOptions({ drsample_core: { greeting: 'hi', greting: 'typo' } }));
+    await kernel.load(scratch.tree, 'drsample_core');
+    expect((await kernel.readModule('drsample_core'))?.parameters).toEqual({ greeting: 'hi' });
+  });
+
   it('loading a loaded module is a no-op, as modprobe', async () => {
     await kernel.load(scratch.tree, 'drsample_net');
     await kernel.load(scratch.tree, 'drsample_core');
