@@ -2,8 +2,8 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pathExists } from '../../../../agent/build/path-exists.ts';
-import { DriverInUseError, KernelCommandError, ModuleDependencyError } from '../../../../agent/kernel/kernel-errors.ts';
-import type { ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
+import { DriverInUseError, DriverVerificationError, KernelCommandError, ModuleDependencyError } from '../../../../agent/kernel/kernel-errors.ts';
+import type { KernelPort, ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
 import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
 import { silentLogger } from '../build/sample-driver.ts';
@@ -139,6 +139,24 @@ describe('reloadDriver with the simulated kernel', () => {
       "modprobe cannot resolve the driver's dependencies in the module tree (drsample_net needs drsample_missing); nothing was unloaded",
     );
     expect(ops().filter((op) => op.startsWith('rmmod'))).toEqual([]);
+  });
+
+  it('fails verification when what modprobe loaded is not what was built (a tree with stale files)', async () => {
+    // A port that installs version 1's files whatever it is given: the kernel then runs stale modules.
+    const staleTree: KernelPort = {
+      readModule: (name) => kernel.readModule(name),
+      listLoaded: () => kernel.listLoaded(),
+      installModules: (tree, subdir) => kernel.installModules(tree, subdir, v1.modules),
+      resolveLoadOrder: (tree, modules) => kernel.resolveLoadOrder(tree, modules),
+      load: (tree, module) => kernel.load(tree, module),
+      unload: (module) => kernel.unload(module),
+    };
+    const attempt = reloadDriver(staleTree, v2, options());
+    await expect(attempt).rejects.toBeInstanceOf(DriverVerificationError);
+    await expect(attempt).rejects.toThrow(
+      `driver loaded but not verified: drsample_core srcversion is ${fakeSrcversion('drsample_core', '1.0.0')}, built ${fakeSrcversion('drsample_core', '2.0.0')}; ` +
+        `drsample_net srcversion is ${fakeSrcversion('drsample_net', '1.0.0')}, built ${fakeSrcversion('drsample_net', '2.0.0')}`,
+    );
   });
 
   it('refuses modules built for another kernel than the tree', async () => {
