@@ -31,7 +31,7 @@ import { createTestNamespace, type TestNamespace } from '../../bed/test-namespac
 import { waitUntil } from '../../bed/wait-until.ts';
 
 export const TEST_NODE_LABEL = 'driver-rollout.test/id';
-export const CRD_PATH = process.env.TMP_CRD ?? new URL('../../../manifests/driverrollout-crd.yaml', import.meta.url);
+export const CRD_PATH = new URL('../../../manifests/driverrollout-crd.yaml', import.meta.url);
 export const CRD_NAME = `${DRIVER_ROLLOUT_PLURAL}.${DRIVER_ROLLOUT_GROUP}`;
 const crd = { group: DRIVER_ROLLOUT_GROUP, version: DRIVER_ROLLOUT_VERSION, plural: DRIVER_ROLLOUT_PLURAL };
 
