@@ -107,6 +107,19 @@ describe('init container against a real API server', () => {
     );
   });
 
+  it('logs every 30 s what it waits for and what it sees on the node', async () => {
+    const node = await aNode();
+    const gate = runGateProcess(gateEnv(node, { LOG_LEVEL: 'info' }));
+    await gate.waitForLine((l) => l.msg === 'node marked: waiting for safe load');
+    // The coordinator cordons the node and moves it on while the gate waits.
+    await core.patchNode({ name: node, body: { spec: { unschedulable: true }, metadata: { labels: { [keys.upgradeState]: 'drain-required' } } } }, MERGE_PATCH);
+    const report = await gate.waitForLine((l) => l.msg === 'waiting for safe load', 40_000);
+    expect(report).toMatchObject({ node, annotationValue: 'true', cordoned: true, upgradeState: 'drain-required', watch: 'open', waitedSeconds: 30 });
+    expect(String(report.waitingFor)).toContain(keys.waitForSafeLoad);
+    await clearSafeLoad(node);
+    expect((await gate.exited).code).toBe(0);
+  }, 60_000);
+
   it('stops promptly on SIGTERM with a clear message and exit code 143', async () => {
     const node = await aNode();
     const gate = runGateProcess(gateEnv(node));
