@@ -136,6 +136,11 @@ const ENV_NAMES: Partial<Record<Flag, string>> = {
   'signing-cert': 'SIGNING_CERT_PATH',
 };
 
+/** Every environment variable the agent reads (manifests are checked against this list). */
+export function agentEnvironmentVariables(): string[] {
+  return FLAGS.map(envName);
+}
+
 function envName(flag: Flag): string {
   return ENV_NAMES[flag] ?? flag.toUpperCase().replaceAll('-', '_');
 }

@@ -1,4 +1,4 @@
-import { access, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -11,9 +11,9 @@ import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
 import { aNicOnlyNode, anEmptyNode, type SysfsTree } from '../../fixtures/sysfs/sysfs-tree.ts';
-import { installedHeadersKernel, SAMPLE_DRIVER_DIR } from '../../unit/agent/build/sample-driver.ts';
+import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
-import { startAgentProcess, type AgentProcess } from './agent-process.ts';
+import { startAgentProcess, writeSampleDriverSource, type AgentProcess } from './agent-process.ts';
 
 // The agent runs as a child process (`node agent/main.ts`) against the shared real API server,
 // with real detection (fixture sysfs), a real kbuild compile of the sample driver against the
@@ -55,11 +55,8 @@ afterAll(async () => {
 });
 
 /** The sample driver's sources at `version` (its version.h sets the modules' srcversion). */
-async function sampleSource(name: string, version: string): Promise<string> {
-  const dir = join(work, 'src', name);
-  await cp(SAMPLE_DRIVER_DIR, dir, { recursive: true });
-  await writeFile(join(dir, 'version.h'), `#define DRSAMPLE_VERSION "${version}"\n`);
-  return dir;
+function sampleSource(name: string, version: string): Promise<string> {
+  return writeSampleDriverSource(join(work, 'src', name), version);
 }
 
 /** A driver pod on the fake node that declares the agent's readiness gate, as the DaemonSet does. */
