@@ -1,7 +1,6 @@
 /**
  * The DriverRollout status a pass computes: counts, pools, conditions, the first waiting nodes.
  */
-import type { ConfigProblem } from '../../shared/errors.ts';
 import { UPGRADE_STATES, type UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
@@ -112,14 +111,4 @@ function progressingCondition(s: { inProgress: number; pending: number; paused: 
   if (s.pending > 0 && s.halted) return { type: 'Progressing', status: 'False', reason: 'Halted', message: `${s.pending} nodes waiting; halted` };
   if (s.pending > 0) return { type: 'Progressing', status: 'True', reason: 'NodesPending', message: `${s.pending} nodes waiting to start` };
   return { type: 'Progressing', status: 'False', reason: 'Idle', message: 'no node needs an upgrade' };
-}
-
-/** The condition for a spec that failed validation: every problem with its field path. */
-export function invalidSpecCondition(problems: readonly ConfigProblem[]): RolloutCondition {
-  return {
-    type: 'InvalidSpec',
-    status: 'True',
-    reason: 'SpecInvalid',
-    message: problems.map((p) => `${p.path}: ${p.message}`).join('; '),
-  };
 }

@@ -44,16 +44,20 @@ const labelSelectorSchema = z.object({
   matchLabels: z.record(z.string(), z.string()).optional(),
   matchExpressions: z
     .array(
-      z.object({
-        key: z.string().min(1),
-        operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
-        values: z.array(z.string()).optional(),
-      }),
+      z
+        .object({
+          key: z.string().min(1),
+          operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+          values: z.array(z.string()).optional(),
+        })
+        .superRefine((e, ctx) => {
+          const needsValues = e.operator === 'In' || e.operator === 'NotIn';
+          const count = e.values?.length ?? 0;
+          if (needsValues && count === 0) ctx.addIssue({ code: 'custom', message: `operator ${e.operator} needs at least one value` });
+          if (!needsValues && count > 0) ctx.addIssue({ code: 'custom', message: `operator ${e.operator} takes no values` });
+        }),
     )
     .optional(),
-}).superRefine((selector, ctx) => {
-  const compiled = compileLabelSelector(selector);
-  if (!compiled.ok) ctx.addIssue({ code: 'custom', message: compiled.message });
 });
 
 /** A label selector in string form (`app=web,tier!=db`), as the GPU Operator writes pod selectors. */

@@ -1,0 +1,77 @@
+/**
+ * DriverRollout specs, valid and invalid, with the field each invalid one must be blamed on.
+ * Shared by the zod tests, the CRD-schema agreement test, and usable against a real API server.
+ */
+export interface SpecSample {
+  readonly name: string;
+  readonly spec: unknown;
+  /** null: valid. Otherwise the field path the problem must name. */
+  readonly invalidAt: string | null;
+  /** Only the runtime can see this problem (the CRD schema accepts it). */
+  readonly runtimeOnly?: boolean;
+}
+
+const base = { driverName: 'gpu', selector: { matchLabels: { app: 'gpu-driver' } } };
+const withPolicy = (upgradePolicy: object) => ({ ...base, upgradePolicy });
+
+export const SPEC_SAMPLES: readonly SpecSample[] = [
+  { name: 'minimal', spec: base, invalidAt: null },
+  {
+    name: 'every field',
+    spec: {
+      driverName: 'ofed',
+      keyDomain: 'example.com',
+      selector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['ofed'] }] },
+      upgradePolicy: {
+        autoUpgrade: false,
+        maxParallelUpgrades: 0,
+        maxUnavailable: 3,
+        waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 60 },
+        podDeletion: { force: true, resourcePrefixes: ['rdma/'], podSelector: 'net=rdma' },
+        drain: { enable: true, timeoutSeconds: 0, podSelector: 'tier notin (system),!critical' },
+        validation: { podSelector: 'app=v', timeoutSeconds: 30 },
+      },
+      maxFailedNodes: 2,
+      priorityLabel: 'example.com/wave',
+      pools: [
+        { name: 'a', nodeSelector: { matchLabels: { rack: 'a' } }, maxUnavailable: '50%', maxParallelUpgrades: 2 },
+        { name: 'b', nodeSelector: { matchExpressions: [{ key: 'rack', operator: 'Exists' }] } },
+      ],
+    },
+    invalidAt: null,
+  },
+  { name: 'maxUnavailable 100%', spec: withPolicy({ maxUnavailable: '100%' }), invalidAt: null },
+  { name: 'maxUnavailable 0%', spec: withPolicy({ maxUnavailable: '0%' }), invalidAt: null },
+  { name: 'maxUnavailable 0', spec: withPolicy({ maxUnavailable: 0 }), invalidAt: null },
+  { name: 'maxUnavailable 120%', spec: withPolicy({ maxUnavailable: '120%' }), invalidAt: 'spec.upgradePolicy.maxUnavailable' },
+  { name: 'maxUnavailable "5" (a string that is no percentage)', spec: withPolicy({ maxUnavailable: '5' }), invalidAt: 'spec.upgradePolicy.maxUnavailable' },
+  { name: 'maxUnavailable -1', spec: withPolicy({ maxUnavailable: -1 }), invalidAt: 'spec.upgradePolicy.maxUnavailable' },
+  { name: 'maxUnavailable 2.5', spec: withPolicy({ maxUnavailable: 2.5 }), invalidAt: 'spec.upgradePolicy.maxUnavailable' },
+  { name: 'maxParallelUpgrades -1', spec: withPolicy({ maxParallelUpgrades: -1 }), invalidAt: 'spec.upgradePolicy.maxParallelUpgrades' },
+  { name: 'autoUpgrade "yes"', spec: withPolicy({ autoUpgrade: 'yes' }), invalidAt: 'spec.upgradePolicy.autoUpgrade' },
+  { name: 'waitForCompletion timeout -1', spec: withPolicy({ waitForCompletion: { timeoutSeconds: -1 } }), invalidAt: 'spec.upgradePolicy.waitForCompletion.timeoutSeconds' },
+  { name: 'podDeletion timeout -1', spec: withPolicy({ podDeletion: { timeoutSeconds: -1 } }), invalidAt: 'spec.upgradePolicy.podDeletion.timeoutSeconds' },
+  { name: 'drain timeout -5', spec: withPolicy({ drain: { timeoutSeconds: -5 } }), invalidAt: 'spec.upgradePolicy.drain.timeoutSeconds' },
+  { name: 'drain timeout 1.5', spec: withPolicy({ drain: { timeoutSeconds: 1.5 } }), invalidAt: 'spec.upgradePolicy.drain.timeoutSeconds' },
+  { name: 'validation timeout -1', spec: withPolicy({ validation: { timeoutSeconds: -1 } }), invalidAt: 'spec.upgradePolicy.validation.timeoutSeconds' },
+  { name: 'empty resource prefix', spec: withPolicy({ podDeletion: { resourcePrefixes: [''] } }), invalidAt: 'spec.upgradePolicy.podDeletion.resourcePrefixes[0]' },
+  { name: 'driverName with capitals', spec: { ...base, driverName: 'GPU' }, invalidAt: 'spec.driverName' },
+  { name: 'driverName too long for the label keys', spec: { ...base, driverName: 'averylongdriver' }, invalidAt: 'spec.driverName' },
+  { name: 'driverName missing', spec: { selector: base.selector }, invalidAt: 'spec.driverName' },
+  { name: 'keyDomain not a DNS subdomain', spec: { ...base, keyDomain: 'Nvidia_com' }, invalidAt: 'spec.keyDomain' },
+  { name: 'selector empty', spec: { ...base, selector: {} }, invalidAt: 'spec.selector' },
+  { name: 'selector missing', spec: { driverName: 'gpu' }, invalidAt: 'spec.selector' },
+  { name: 'selector In without values', spec: { ...base, selector: { matchExpressions: [{ key: 'app', operator: 'In' }] } }, invalidAt: 'spec.selector.matchExpressions[0]' },
+  { name: 'selector Exists with values', spec: { ...base, selector: { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['x'] }] } }, invalidAt: 'spec.selector.matchExpressions[0]' },
+  { name: 'selector unknown operator', spec: { ...base, selector: { matchExpressions: [{ key: 'app', operator: 'Is', values: ['x'] }] } }, invalidAt: 'spec.selector.matchExpressions[0].operator' },
+  { name: 'duplicate pool names', spec: { ...base, pools: [{ name: 'a', nodeSelector: {} }, { name: 'a', nodeSelector: {} }] }, invalidAt: 'spec.pools[1].name' },
+  { name: 'pool named default', spec: { ...base, pools: [{ name: 'default', nodeSelector: {} }] }, invalidAt: 'spec.pools[0].name' },
+  { name: 'pool name not a DNS label', spec: { ...base, pools: [{ name: 'Rack_A', nodeSelector: {} }] }, invalidAt: 'spec.pools[0].name' },
+  { name: 'pool without nodeSelector', spec: { ...base, pools: [{ name: 'a' }] }, invalidAt: 'spec.pools[0].nodeSelector' },
+  { name: 'pool maxUnavailable 101%', spec: { ...base, pools: [{ name: 'a', nodeSelector: {}, maxUnavailable: '101%' }] }, invalidAt: 'spec.pools[0].maxUnavailable' },
+  { name: 'pool maxParallelUpgrades -2', spec: { ...base, pools: [{ name: 'a', nodeSelector: {}, maxParallelUpgrades: -2 }] }, invalidAt: 'spec.pools[0].maxParallelUpgrades' },
+  { name: 'maxFailedNodes 0', spec: { ...base, maxFailedNodes: 0 }, invalidAt: 'spec.maxFailedNodes' },
+  { name: 'priorityLabel not a label key', spec: { ...base, priorityLabel: 'not a label' }, invalidAt: 'spec.priorityLabel' },
+  { name: 'drain podSelector with broken syntax', spec: withPolicy({ drain: { podSelector: 'app in (a' } }), invalidAt: 'spec.upgradePolicy.drain.podSelector', runtimeOnly: true },
+  { name: 'validation podSelector with a bad key', spec: withPolicy({ validation: { podSelector: 'a b=c' } }), invalidAt: 'spec.upgradePolicy.validation.podSelector', runtimeOnly: true },
+];
