@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { x as extractTar } from 'tar';
 import type { Logger } from '../../shared/logger.ts';
 import { BuildOutputError, SourceFetchError } from './build-errors.ts';
-import type { BuiltDriver } from './built-driver.ts';
+import type { BuiltDriver, BuiltModule } from './built-driver.ts';
 import { computeBuildKey } from './compute-build-key.ts';
 import { digestSourceTree, isKbuildOutput } from './digest-source-tree.ts';
 import { fetchTarball } from './fetch-tarball.ts';
@@ -90,7 +90,7 @@ export async function buildDriver(options: BuildDriverOptions): Promise<BuiltDri
   const cached = await lookUpCacheEntry(options.cacheDir, options.kernelVersion, cacheKey);
   if (cached.status === 'hit') {
     await touchCacheEntry(options.cacheDir, options.kernelVersion, cacheKey);
-    return finish(cached.modules, true);
+    return finish(await withDeclaredParameters(cached.modules), true);
   }
   if (cached.status === 'corrupt') {
     log.warn({ cacheKey, problem: cached.problem }, 'module cache entry is corrupt; rebuilding it');
@@ -117,6 +117,13 @@ export async function buildDriver(options: BuildDriverOptions): Promise<BuiltDri
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** Entries stored before declared parameters were recorded get them from modinfo (no rebuild). */
+async function withDeclaredParameters(modules: readonly BuiltModule[]): Promise<BuiltModule[]> {
+  const out: BuiltModule[] = [];
+  for (const m of modules) out.push(m.parameters === undefined ? { ...m, parameters: (await readModuleInfo(m.path)).parameters } : m);
+  return out;
 }
 
 async function digestSource(source: DriverSource): Promise<string> {

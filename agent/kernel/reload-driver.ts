@@ -1,12 +1,13 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DriverRolloutError } from '../../shared/errors.ts';
+import { ConfigError, DriverRolloutError } from '../../shared/errors.ts';
 import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
 import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { decideReload } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
+import { findUndeclaredParameters } from './find-undeclared-parameters.ts';
 import { DriverVerificationError, ModuleDependencyError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
@@ -71,6 +72,9 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   }
   const toLoad = modulesToLoad(built, options.loadModules);
   const parameters = options.parameters ?? {};
+  // Before the fast path too: the kernel ignores an undeclared parameter, so only this sees a typo.
+  const undeclared = findUndeclaredParameters(built.modules, parameters);
+  if (undeclared.length > 0) throw new ConfigError('module parameters', undeclared);
   const competing = (options.competingModules ?? []).map(sysfsModuleName);
   const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...competing])];
 
