@@ -54,7 +54,7 @@ function freshTree(): ModuleTree {
   return { root: `${dir}/root`, kernelVersion: guest.kernel.version, configDir: `${dir}/modprobe.d` };
 }
 
-function reload(built: BuiltDriver, tree: ModuleTree, parameters: ModuleParameters = {}): ScenarioStep {
+function reload(built: BuiltDriver, tree: ModuleTree, parameters: ModuleParameters = {}): Extract<ScenarioStep, { kind: 'reload' }> {
   return { kind: 'reload', built, tree, parameters };
 }
 
@@ -132,7 +132,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     const steps = await runScenario('driver in use', [
       reload(v1, tree),
       { kind: 'hold-device', device: DEVICE },
-      reload(v2, tree),
+      { ...reload(v2, tree), deviceUsers: { devicePrefixes: [DEVICE] } },
       { kind: 'open-device', device: DEVICE },
       { kind: 'unload-module', module: CORE },
       { kind: 'release-device' },
@@ -144,8 +144,15 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     const refused = step(steps, 2);
     expect(refused.result).toBeUndefined();
     expect(refused.error?.name).toBe('DriverInUseError');
-    expect(refused.error?.message).toMatch(/^driver is in use: drsample_core \(refcnt 2, holders \[drsample_net\], 1 user\(s\) outside the kernel\)$/);
-    expect(refused.error?.fields).toMatchObject({ driver: 'drsample', inUse: [{ module: CORE, refcnt: 2, holders: [NET], outsideUsers: 1 }] });
+    // The module and the reason from /sys/module, and the process from the guest's real /proc.
+    expect(refused.error?.message).toBe(
+      `driver is in use: drsample_core (refcnt 2, holders [drsample_net], 1 user(s) outside the kernel); open by pid ${held.holderPid} (sleep) has /dev/drsample open`,
+    );
+    expect(refused.error?.fields).toMatchObject({
+      driver: 'drsample',
+      inUse: [{ module: CORE, refcnt: 2, holders: [NET], outsideUsers: 1 }],
+      deviceUsers: [{ pid: held.holderPid, command: 'sleep', files: [DEVICE] }],
+    });
     expect(moduleEvents(refused)).toEqual([]);
     expect(loadedSrcversions(refused)).toEqual(srcversions(v1));
 
@@ -184,6 +191,23 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(reconfigured.result?.outcome).toBe('reloaded');
     expect(moduleEvents(reconfigured)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 1.0.0 loaded`, `${NET} 1.0.0 loaded`]);
     expect(reconfigured.after[CORE]?.parameters).toEqual({ greeting: 'second' });
+  });
+
+  // The kernel loads a module given a parameter it does not declare ("unknown parameter 'greting'
+  // ignored") and modprobe exits 0: only the agent can catch a misspelt option, before it unloads.
+  it('refuses a parameter the module does not declare before unloading anything', async () => {
+    const tree = freshTree();
+    const steps = await runScenario(
+      'undeclared parameter',
+      [reload(v1, tree, { [CORE]: { greeting: 'configured' } }), reload(v2, tree, { [CORE]: { greting: 'misspelt' } })],
+      ['ConfigError'],
+    );
+    const refused = step(steps, 1);
+    expect(refused.error?.name).toBe('ConfigError');
+    expect(refused.error?.message).toContain('parameters.drsample_core.greting: drsample_core has no parameter greting (it declares greeting)');
+    expect(moduleEvents(refused)).toEqual([]);
+    expect(loadedSrcversions(refused)).toEqual(srcversions(v1));
+    expect(refused.after[CORE]?.parameters).toEqual({ greeting: 'configured' });
   });
 
   it("ends a load the kernel rejects in modprobe's own reason, with nothing left half-loaded", async () => {

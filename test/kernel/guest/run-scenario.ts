@@ -17,12 +17,20 @@ import { createRealKernel } from '../../../agent/kernel/real-kernel.ts';
 import { reloadDriver, type DriverToLoad, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
 import type { ModuleTree } from '../../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
+import type { DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
 import { DriverRolloutError } from '../../../shared/errors.ts';
 import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
 
 export type ScenarioStep =
   /** The agent makes the kernel run `built` (reloadDriver with the real adapter). */
-  | { readonly kind: 'reload'; readonly built: DriverToLoad; readonly tree: ModuleTree; readonly parameters: ModuleParameters }
+  | {
+      readonly kind: 'reload';
+      readonly built: DriverToLoad;
+      readonly tree: ModuleTree;
+      readonly parameters: ModuleParameters;
+      /** Device files whose holders a refusal should name (the agent's opt-in /proc scan). */
+      readonly deviceUsers?: DeviceUserLookup;
+    }
   /** A workload process (sleep) starts with the device open on its stdin and keeps it open. */
   | { readonly kind: 'hold-device'; readonly device: string }
   /** That process is killed and reaped. */
@@ -43,6 +51,8 @@ export interface StepReport {
   readonly durationMs: number;
   readonly result?: ReloadResult;
   readonly error?: { readonly name: string; readonly message: string; readonly fields: Readonly<Record<string, unknown>> };
+  /** For hold-device: the pid of the process holding the device. */
+  readonly holderPid?: number;
   /** For open-device: the errno code when the open failed. */
   readonly openError?: string;
   /** /sys/module/<m> of the watched modules after the step, read by this script, not the agent. */
@@ -73,6 +83,7 @@ async function runScenario(scenario: Scenario): Promise<ScenarioReport> {
           break;
         case 'hold-device':
           holder = await holdOpen(step.device);
+          Object.assign(outcome, { holderPid: holder.pid });
           break;
         case 'release-device':
           if (holder !== undefined) await release(holder);
@@ -97,7 +108,12 @@ async function runScenario(scenario: Scenario): Promise<ScenarioReport> {
 async function reload(step: Extract<ScenarioStep, { kind: 'reload' }>): Promise<Pick<StepReport, 'result' | 'error'>> {
   let result: ReloadResult | undefined;
   const failure = await reportError(async () => {
-    result = await reloadDriver(createRealKernel({ logger }), step.built, { tree: step.tree, parameters: step.parameters, logger });
+    result = await reloadDriver(createRealKernel({ logger }), step.built, {
+      tree: step.tree,
+      parameters: step.parameters,
+      logger,
+      ...(step.deviceUsers === undefined ? {} : { deviceUsers: step.deviceUsers }),
+    });
   });
   return result === undefined ? failure : { result };
 }
