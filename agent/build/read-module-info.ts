@@ -1,6 +1,7 @@
 import { execa } from 'execa';
 import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
 import { BuildOutputError } from './build-errors.ts';
+import { describeCommandFailure } from './describe-command-failure.ts';
 
 /** The fields of a .ko file's .modinfo section that the agent relies on. */
 export interface ModuleInfo {
@@ -46,7 +47,7 @@ export function parseModinfo(text: string, fileName: string): ModuleInfo {
 export async function readModuleInfo(path: string): Promise<ModuleInfo> {
   const result = await execa('modinfo', [path], { reject: false });
   if (result.exitCode !== 0) {
-    throw new BuildOutputError(`modinfo ${path} failed: ${result.stderr.trim()}`, { path, exitCode: result.exitCode });
+    throw new BuildOutputError(`modinfo ${path} failed: ${describeCommandFailure(result)}`, { path, exitCode: result.exitCode });
   }
   return parseModinfo(result.stdout, path);
 }

@@ -1,5 +1,6 @@
 import { execa } from 'execa';
 import { CompileError } from './build-errors.ts';
+import { describeCommandFailure } from './describe-command-failure.ts';
 
 export interface KbuildRequest {
   readonly headersDir: string;
@@ -30,7 +31,8 @@ export async function runKbuild(request: KbuildRequest): Promise<void> {
     ...(request.signal === undefined ? {} : { cancelSignal: request.signal }),
   });
   if (result.exitCode === 0) return;
-  const outputTail = result.all.trimEnd().split('\n').slice(-OUTPUT_TAIL_LINES).join('\n');
+  const output = result.all.trimEnd() === '' ? describeCommandFailure(result) : result.all.trimEnd();
+  const outputTail = output.split('\n').slice(-OUTPUT_TAIL_LINES).join('\n');
   throw new CompileError(
     { kernelVersion: request.kernelVersion, command: `make ${args.join(' ')}`, exitCode: result.exitCode, outputTail },
     result.isCanceled ? request.signal?.reason : undefined,

@@ -2,6 +2,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { ModuleSigningError } from './build-errors.ts';
+import { describeCommandFailure } from './describe-command-failure.ts';
 
 /** Key and certificate for Secure Boot module signing, e.g. from a mounted Secret. */
 export interface ModuleSigningKey {
@@ -24,7 +25,7 @@ export async function signModule(headersDir: string, key: ModuleSigningKey, modu
   const args = [key.hashAlgorithm ?? 'sha256', key.privateKeyPath, key.certificatePath, modulePath];
   const result = await execa(signFile, args, { all: true, reject: false });
   if (result.exitCode !== 0) {
-    throw new ModuleSigningError(`signing ${modulePath} failed (exit ${result.exitCode ?? 'signal'}): ${result.all.trim()}`, {
+    throw new ModuleSigningError(`signing ${modulePath} failed (exit ${result.exitCode ?? 'signal'}): ${result.all.trim() || describeCommandFailure(result)}`, {
       signFile,
       modulePath,
       exitCode: result.exitCode,

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { readLoadedModule, sysfsModuleName, type LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
+import { describeCommandFailure } from '../build/describe-command-failure.ts';
 import { KernelCommandError, ModuleBusyError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 
@@ -31,7 +32,7 @@ export function createRealKernel(options: RealKernelOptions): KernelPort {
     options.logger.debug({ command }, 'running kernel module tool');
     const result = await execa(file, args, { reject: false, timeout });
     if (result.exitCode === 0 && !result.timedOut) return result.stdout;
-    const fields = { command, exitCode: result.exitCode, stderr: result.timedOut ? `timed out after ${timeout} ms` : result.stderr };
+    const fields = { command, exitCode: result.exitCode, stderr: describeCommandFailure(result, timeout) };
     throw file === 'rmmod' && /in use/i.test(result.stderr) ? new ModuleBusyError(fields) : new KernelCommandError(fields);
   };
 
