@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * A test-bed component (etcd, kube-apiserver, ...) running under supervise.sh in its own
@@ -48,8 +49,20 @@ export function startSupervised(workDir: string, name: string, command: string, 
       child.ref(); // keep the event loop alive until the exit is seen
       killGroup(pid, 'SIGKILL');
       await exited;
+      // The supervisor can be reaped before the component it ran: wait for the whole group,
+      // so that a restart on the same port never races the old process for it.
+      while (groupExists(pid)) await sleep(20);
     },
   };
+}
+
+function groupExists(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export function killGroup(pgid: number, signal: NodeJS.Signals): void {
