@@ -111,7 +111,7 @@ export async function buildDriver(options: BuildDriverOptions): Promise<BuiltDri
       { driver: options.driver, version: options.version, kernelVersion: options.kernelVersion, cacheKey, signed: options.signing !== undefined, builtAt: new Date().toISOString() },
       modules,
     );
-    const pruned = await pruneModuleCache(options.cacheDir, Math.max(1, options.cacheEntriesKept ?? DEFAULT_CACHE_ENTRIES_KEPT));
+    const pruned = await pruneModuleCache(options.cacheDir, options.driver, Math.max(1, options.cacheEntriesKept ?? DEFAULT_CACHE_ENTRIES_KEPT));
     if (pruned.length > 0) log.info({ pruned }, 'removed least recently used module cache entries');
     return finish(stored, false);
   } finally {

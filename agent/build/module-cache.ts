@@ -144,16 +144,21 @@ export async function touchCacheEntry(cacheDir: string, kernelVersion: string, c
 }
 
 /**
- * Keeps the `keep` most recently used entries (by manifest mtime, across kernels) and removes the
- * others, so a node that saw many kernels and driver versions does not fill its disk. Entries
- * without a manifest count as oldest. Returns the removed entries as `<kernel>/<key>`.
+ * Keeps the `keep` most recently used entries of `driver` (by manifest mtime, across kernels) and
+ * removes its others, so a node that saw many kernels and driver versions does not fill its disk.
+ * Entries of other drivers sharing the cache directory (a GPU and a NIC agent) are left alone;
+ * entries without a readable manifest count as the oldest of every driver. Returns the removed
+ * entries as `<kernel>/<key>`.
  */
-export async function pruneModuleCache(cacheDir: string, keep: number): Promise<string[]> {
+export async function pruneModuleCache(cacheDir: string, driver: string, keep: number): Promise<string[]> {
   const entries: { kernel: string; key: string; usedAt: number }[] = [];
   for (const kernel of await readdirOrEmpty(cacheDir)) {
     for (const key of await readdirOrEmpty(join(cacheDir, kernel))) {
       if (key.startsWith('.tmp-')) continue;
-      const usedAt = await stat(join(cacheDir, kernel, key, 'manifest.json')).then((s) => s.mtimeMs, () => 0);
+      const manifest = join(cacheDir, kernel, key, 'manifest.json');
+      const owner = await readFile(manifest, 'utf8').then((text) => (JSON.parse(text) as { driver?: unknown }).driver, () => undefined);
+      if (owner !== undefined && owner !== driver) continue;
+      const usedAt = owner === undefined ? 0 : await stat(manifest).then((s) => s.mtimeMs, () => 0);
       entries.push({ kernel, key, usedAt });
     }
   }

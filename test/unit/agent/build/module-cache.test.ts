@@ -18,10 +18,10 @@ describe('the module cache', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function store(kernelVersion: string, cacheKey: string): Promise<void> {
+  async function store(kernelVersion: string, cacheKey: string, driver = 'drsample'): Promise<void> {
     await storeCacheEntry(
       join(dir, 'cache'),
-      { driver: 'drsample', version: '1.0.0', kernelVersion, cacheKey, signed: false, builtAt: '2026-01-01T00:00:00.000Z' },
+      { driver, version: '1.0.0', kernelVersion, cacheKey, signed: false, builtAt: '2026-01-01T00:00:00.000Z' },
       [{ name: 'drsample_core', builtPath: koFile, srcversion: 'ABC', version: '1.0.0', dependsOn: [] }],
     );
   }
@@ -61,7 +61,9 @@ describe('the module cache', () => {
     expect(await readdir(join(dir, 'cache', '6.1.0-56-amd64'))).toEqual(['k1']);
   });
 
-  it('pruning keeps the most recently used entries across kernels; a hit counts as a use', async () => {
+  it('pruning keeps the most recently used entries of the driver across kernels; a hit counts as a use', async () => {
+    await store('6.1.0-55-amd64', 'other-driver', 'mofed');
+    await setUsedAt('6.1.0-55-amd64', 'other-driver', 10);
     await store('6.1.0-55-amd64', 'old');
     await store('6.1.0-56-amd64', 'middle');
     await store('6.1.0-56-amd64', 'new');
@@ -69,9 +71,10 @@ describe('the module cache', () => {
     await setUsedAt('6.1.0-56-amd64', 'middle', 2000);
     await setUsedAt('6.1.0-56-amd64', 'new', 3000);
     await touchCacheEntry(join(dir, 'cache'), '6.1.0-55-amd64', 'old');
-    expect(await pruneModuleCache(join(dir, 'cache'), 2)).toEqual(['6.1.0-56-amd64/middle']);
+    expect(await pruneModuleCache(join(dir, 'cache'), 'drsample', 2)).toEqual(['6.1.0-56-amd64/middle']);
+    expect((await lookUpCacheEntry(join(dir, 'cache'), '6.1.0-55-amd64', 'other-driver')).status).toBe('hit');
     expect((await lookUpCacheEntry(join(dir, 'cache'), '6.1.0-55-amd64', 'old')).status).toBe('hit');
     expect((await lookUpCacheEntry(join(dir, 'cache'), '6.1.0-56-amd64', 'new')).status).toBe('hit');
-    expect(await pruneModuleCache(join(dir, 'cache-never-written'), 2)).toEqual([]);
+    expect(await pruneModuleCache(join(dir, 'cache-never-written'), 'drsample', 2)).toEqual([]);
   });
 });
