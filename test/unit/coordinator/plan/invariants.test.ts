@@ -29,8 +29,9 @@ const podArb = fc.record({
 
 const nodeArb = fc.record({
   pool: fc.constantFrom(null, 'a', 'b', 'both'),
-  state: fc.constantFrom(...UPGRADE_STATES),
-  cordoned: fc.boolean(),
+  // Mostly nodes that have not started, so that slots are often free and the limits are what holds.
+  state: fc.oneof({ arbitrary: fc.constantFrom(...NOT_STARTED), weight: 3 }, { arbitrary: fc.constantFrom(...UPGRADE_STATES), weight: 1 }),
+  cordoned: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
   adminCordoned: fc.boolean(),
   notReady: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
   outdated: fc.boolean(),
@@ -41,7 +42,7 @@ const nodeArb = fc.record({
   pods: fc.array(podArb, { maxLength: 4 }),
 });
 
-const intOrPercent = fc.oneof(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 100 }).map((p) => `${p}%`));
+const intOrPercent = fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 100 }).map((p) => `${p}%`));
 
 const policyArb = fc.record({
   maxUnavailable: intOrPercent,
@@ -216,6 +217,46 @@ describe('planner invariants over random clusters and policies', () => {
             checkStep(snapshot, after, plan, policy, adminCordoned);
             snapshot = evolve(after, random, { progress: 0.5, badDriver: random() < 0.05, safeLoad: random() < 0.3 });
             now += 1000 + Math.floor(random() * 60_000);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a fresh rollout starts as many nodes as the slots allow, and no more', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ cordoned: fc.integer({ min: 0, max: 4 }).map((n) => n === 0), notReady: fc.integer({ min: 0, max: 9 }).map((n) => n === 0) }), { minLength: 1, maxLength: 30 }),
+        intOrPercent,
+        fc.integer({ min: 0, max: 4 }),
+        (specs, maxUnavailable, maxParallelUpgrades) => {
+          const nodes = specs.map((spec, i) => {
+            let node = aNode(`n${String(i).padStart(2, '0')}`).inState('upgrade-done').outdated();
+            if (spec.cordoned) node = node.cordoned();
+            if (spec.notReady) node = node.notReady();
+            return node;
+          });
+          const policy = aPolicy({ maxUnavailable, maxParallelUpgrades });
+          const snapshot = aCluster(nodes);
+          const plan = planUpgrades(snapshot, policy, NOW);
+          const started = new Set(plan.nodePlans.filter((p) => p.actions.some((a) => a.kind === 'setState' && a.to === 'cordon-required')).map((p) => p.node));
+          const limit = resolveMaxUnavailable(policy.defaultPool.maxUnavailable, nodes.length);
+          const down = snapshot.nodes.filter((n) => n.unschedulable || !n.ready);
+          const downStarted = down.filter((n) => started.has(n.name)).length;
+          const upStarted = started.size - downStarted;
+          // Nodes already out of service start first only if they come first in the order; what
+          // holds whatever the order: the parallel cap, and the unavailable cap on healthy nodes.
+          if (maxParallelUpgrades > 0) expect(started.size).toBeLessThanOrEqual(maxParallelUpgrades);
+          expect(upStarted).toBeLessThanOrEqual(Math.max(0, limit - down.length));
+          // And no slot is left unused while a node waits for one.
+          const parallelLeft = maxParallelUpgrades === 0 ? Infinity : maxParallelUpgrades - started.size;
+          const unavailableLeft = limit - down.length - upStarted;
+          const waitingDown = down.length - downStarted;
+          const waitingUp = nodes.length - down.length - upStarted;
+          if (parallelLeft > 0) {
+            expect(waitingDown).toBe(0);
+            if (unavailableLeft > 0) expect(waitingUp).toBe(0);
           }
         },
       ),
