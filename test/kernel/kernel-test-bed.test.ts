@@ -76,12 +76,15 @@ describe('the initramfs', () => {
 
 describe('a guest booted under QEMU', () => {
   let guest: Guest;
+  let keptDir: string;
   beforeAll(async () => {
-    guest = await bootGuest();
+    keptDir = join(await mkdtemp(join(tmpdir(), 'kernel-bed-kept-')), 'cache');
+    guest = await bootGuest({ writableDirs: [keptDir] });
     console.info(`kernel test bed: ${guest.kernel.version} booted in ${Math.round(guest.bootMs)} ms`);
   });
   afterAll(async () => {
     await guest.stop();
+    await rm(join(keptDir, '..'), { recursive: true, force: true });
   });
 
   it("runs Debian's kernel, not the host's, with the harness's 9p modules loaded", async () => {
@@ -102,12 +105,15 @@ describe('a guest booted under QEMU', () => {
     expect(run).toMatchObject({ exitCode: 0, stdout: '24\n' });
   });
 
-  it('keeps what the guest writes in the guest, except in the shared work dir', async () => {
+  it('keeps what the guest writes in the guest, except in the work dir and the writable dirs', async () => {
     const marker = `dr-kernel-bed-${process.pid}`;
-    const run = await guest.run(`set -e; echo x > /etc/${marker}; mkdir -p /lib/modules/x-${marker}; echo from-guest > ${guest.workDir}/${marker}`);
-    expect(run.exitCode).toBe(0);
+    const run = await guest.run(
+      `set -e; echo x > /etc/${marker}; mkdir -p /lib/modules/x-${marker}; echo work > ${guest.workDir}/${marker}; echo kept > ${keptDir}/${marker}`,
+    );
+    expect(run.exitCode, run.stderr).toBe(0);
     await expect(readFile(`/etc/${marker}`)).rejects.toThrow(/ENOENT/);
-    expect(await readFile(join(guest.workDir, marker), 'utf8')).toBe('from-guest\n');
+    expect(await readFile(join(guest.workDir, marker), 'utf8')).toBe('work\n');
+    expect(await readFile(join(keptDir, marker), 'utf8')).toBe('kept\n');
   });
 
   it('has a devtmpfs /dev, so device nodes created by modules appear', async () => {

@@ -7,7 +7,7 @@ import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
 import type { ScenarioStep, StepReport } from './guest/run-scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
-import { runGuestScenario } from './harness/run-guest-scenario.ts';
+import { GUEST_NODE_COMPILE_CACHE, runGuestScenario } from './harness/run-guest-scenario.ts';
 
 /*
  * The agent's reloadDriver with its REAL kernel adapter (modprobe, rmmod, depmod, /sys/module)
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const started = performance.now();
   // The compile runs on the host while the guest boots.
   const builds = (async () => [await buildSampleDriver('1.0.0', cacheDir), await buildSampleDriver('2.0.0', cacheDir)] as const)();
-  [guest, [v1, v2]] = await Promise.all([bootGuest(), builds]);
+  [guest, [v1, v2]] = await Promise.all([bootGuest({ writableDirs: [GUEST_NODE_COMPILE_CACHE] }), builds]);
   console.info(
     `kernel tests: ${guest.kernel.version} booted in ${Math.round(guest.bootMs)} ms; sample driver 1.0.0 ${describeBuild(v1)}, 2.0.0 ${describeBuild(v2)}; ready after ${Math.round(performance.now() - started)} ms`,
   );

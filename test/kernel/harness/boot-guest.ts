@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildInitramfs } from './build-initramfs.ts';
 import { findTestKernel, type TestKernel } from './find-test-kernel.ts';
@@ -45,6 +45,12 @@ export interface BootOptions {
   readonly idleSeconds?: number;
   readonly memoryMiB?: number;
   readonly cpus?: number;
+  /**
+   * Host dirs (absolute, no commas or blanks) shared read-write at the same path in the guest,
+   * created when missing: caches that should outlive the guest. Everything else the guest
+   * writes outside the work dir stays in its memory.
+   */
+  readonly writableDirs?: readonly string[];
 }
 
 const READY = 'DR-GUEST-READY';
@@ -59,6 +65,10 @@ const CONSOLE_TAIL_CHARS = 16_000;
 export async function bootGuest(options: BootOptions = {}): Promise<Guest> {
   const kernel = await findTestKernel();
   const initramfs = await buildInitramfs(kernel);
+  for (const dir of options.writableDirs ?? []) {
+    if (!isAbsolute(dir) || /[\s,]/.test(dir)) throw new KernelTestBedError(`cannot share ${dir} with the guest: it must be absolute, without blanks or commas`, { dir });
+    await mkdir(dir, { recursive: true });
+  }
   const workDir = await mkdtemp(join(tmpdir(), 'driver-rollout-kernel-'));
   await mkdir(join(workDir, 'commands'));
   const args = qemuArgs(kernel, initramfs, workDir, options);
@@ -81,7 +91,9 @@ export async function bootGuest(options: BootOptions = {}): Promise<Guest> {
 }
 
 function qemuArgs(kernel: TestKernel, initramfs: string, workDir: string, options: BootOptions): string[] {
+  const writable = options.writableDirs ?? [];
   const cmdline = ['console=ttyS0', 'panic=-1', `dr.work=${workDir}`, `dr.idle=${options.idleSeconds ?? 120}`];
+  if (writable.length > 0) cmdline.push(`dr.rw=${writable.join(',')}`);
   // multidevs=remap: / spans several host devices; without it inode numbers can collide in the guest.
   const share = (path: string, tag: string, extra: string): string =>
     `local,path=${path},mount_tag=${tag},security_model=none,multidevs=remap${extra}`;
@@ -90,6 +102,7 @@ function qemuArgs(kernel: TestKernel, initramfs: string, workDir: string, option
     ...['-nographic', '-no-reboot', '-net', 'none'],
     ...['-kernel', kernel.image, '-initrd', initramfs, '-append', cmdline.join(' ')],
     ...['-virtfs', share('/', 'host', ',readonly=on'), '-virtfs', share(workDir, 'work', '')],
+    ...writable.flatMap((dir, i) => ['-virtfs', share(dir, `rw${i}`, '')]),
   ];
 }
 

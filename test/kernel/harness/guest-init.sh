@@ -5,7 +5,8 @@
 # under an overlay with a tmpfs upper layer, so the guest runs the host's Node, kmod and project
 # sources at their usual paths while everything it writes (depmod output, /etc/modprobe.d, ...)
 # stays in guest memory. The host's work dir (dr.work= on the kernel command line) is shared
-# read-write at the same path: commands arrive there and their results go back.
+# read-write at the same path: commands arrive there and their results go back. So are the
+# host dirs listed in dr.rw= (caches meant to outlive the guest).
 #
 # Protocol, in <work>/commands: the host writes N.sh (atomically, by rename) for N = 1, 2, ...;
 # the guest runs it with sh inside the chroot, stdout to N.out, stderr to N.err, then writes
@@ -31,10 +32,12 @@ done
 
 work=
 idle=120
+writable=
 for arg in $(cat /proc/cmdline); do
   case "$arg" in
     dr.work=*) work="${arg#dr.work=}" ;;
     dr.idle=*) idle="${arg#dr.idle=}" ;;
+    dr.rw=*) writable="${arg#dr.rw=}" ;;
   esac
 done
 [ -n "$work" ] || fail "no dr.work= on the kernel command line"
@@ -52,6 +55,12 @@ mount -t devtmpfs devtmpfs /newroot/dev || fail "mount /dev in the root"
 mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || fail "mount /tmp"
 mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "mount /run"
 mkdir -p "/newroot$work" && mount -t 9p -o "$p9" work "/newroot$work" || fail "mount the work share at $work"
+# dr.rw=DIR0,DIR1,...: more host dirs shared read-write (tags rw0, rw1, ...) at their own paths.
+i=0
+for dir in $(echo "$writable" | tr ',' ' '); do
+  mkdir -p "/newroot$dir" && mount -t 9p -o "$p9" "rw$i" "/newroot$dir" || fail "mount the writable share at $dir"
+  i=$((i + 1))
+done
 
 commands="/newroot$work/commands"
 [ -d "$commands" ] || fail "$work/commands does not exist"
