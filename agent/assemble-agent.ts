@@ -3,20 +3,12 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { driverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
-import type { LoadedModule } from '../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../shared/logger.ts';
 import { acquireNodeLock } from './acquire-node-lock.ts';
-import { buildDriver } from './build/build-driver.ts';
-import type { BuiltDriver } from './build/built-driver.ts';
 import type { AgentConfig } from './config.ts';
-import { detectNode } from './detect/detect-node.ts';
 import { systemHostInfo, type HostInfoPort } from './detect/host-info.ts';
-import { decideReload } from './kernel/decide-reload.ts';
-import { DriverInUseError, DriverVerificationError } from './kernel/kernel-errors.ts';
-import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
-import { planUnload } from './kernel/plan-unload.ts';
+import type { KernelPort } from './kernel/kernel-port.ts';
 import { createRealKernel } from './kernel/real-kernel.ts';
-import { reloadDriver } from './kernel/reload-driver.ts';
 import { SimulatedKernel } from './kernel/simulated-kernel.ts';
 import { createAgentMetrics } from './report/agent-metrics.ts';
 import { createNodeEventRecorder } from './report/node-events.ts';
@@ -24,7 +16,8 @@ import { createNodeLabelWriter } from './report/node-labels.ts';
 import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
-import { runAgent, type AgentSteps } from './run-agent.ts';
+import { createAgentSteps } from './create-agent-steps.ts';
+import { runAgent } from './run-agent.ts';
 
 /** Replacements for the outside world: tests inject these; main.ts uses none. */
 export interface AgentOverrides {
@@ -82,7 +75,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   });
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
-  const steps = createSteps(config, kernel, hostInfo, log);
+  const steps = createAgentSteps(config, kernel, hostInfo, log);
   return {
     statusServer,
     reporter,
@@ -123,75 +116,4 @@ async function createKernel(config: AgentConfig, hostInfo: HostInfoPort, log: Lo
   for (const [module, errnoText] of Object.entries(config.simulated.initFailures)) kernel.failInit(module, errnoText);
   log.warn({ runningKernelVersion, sysModuleDir }, 'using the SIMULATED kernel: no real module is loaded');
   return kernel;
-}
-
-/** The flow's steps over detection, buildDriver and reloadDriver. */
-function createSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger): AgentSteps {
-  const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
-  const toLoad = (built: BuiltDriver) => (config.modules.length > 0 ? config.modules : built.modules.map((m) => m.name));
-  let lastBuilt: BuiltDriver | undefined;
-
-  return {
-    detect: () =>
-      detectNode({ sysfsRoot: config.sysfsRoot, selector: config.deviceSelector, hostInfo, kernelReleaseOverride: config.kernelVersion }),
-
-    async build(detection, signal) {
-      lastBuilt = await buildDriver({
-        driver: config.driver,
-        version: config.driverVersion,
-        kernelVersion: detection.host.kernelRelease,
-        source: config.source,
-        cacheDir: config.cacheDir,
-        makeVariables: config.makeVariables,
-        signing: config.signing,
-        ...(config.headersDirs === undefined
-          ? {}
-          : { headersDirs: config.headersDirs.map((d) => d.replaceAll('{kernel}', detection.host.kernelRelease)) }),
-        logger: log,
-        signal,
-      });
-      return lastBuilt;
-    },
-
-    async load(built) {
-      const result = await reloadDriver(kernel, built, {
-        tree: tree(built),
-        parameters: config.moduleParameters,
-        loadModules: toLoad(built),
-        competingModules: config.blacklist,
-        logger: log,
-      });
-      const summary =
-        result.outcome === 'fast-path'
-          ? `already loaded with the built srcversions: ${result.reason}`
-          : `${result.outcome}: unloaded [${result.unloaded.join(', ')}], loaded [${result.loadOrder.map((s) => s.module).join(', ')}] (${result.reason})`;
-      return { changed: result.outcome !== 'fast-path', summary };
-    },
-
-    async verify(built) {
-      const loaded = await readLoaded(kernel, built.modules.map((m) => m.name));
-      const decision = decideReload(built.modules, toLoad(built), loaded, config.moduleParameters);
-      if (decision.kind !== 'fast-path') {
-        throw new DriverVerificationError(`the driver is not loaded as built: ${decision.reason}`, { reason: decision.reason });
-      }
-      return { version: built.version, modules: [...loaded.keys()] };
-    },
-
-    async unload() {
-      if (lastBuilt === undefined) return;
-      const loaded = await readLoaded(kernel, lastBuilt.modules.map((m) => m.name));
-      const plan = planUnload([...loaded.values()]);
-      if (plan.kind === 'in-use') throw new DriverInUseError(config.driver, plan.inUse);
-      for (const module of plan.order) await kernel.unload(module);
-    },
-  };
-}
-
-async function readLoaded(kernel: KernelPort, names: readonly string[]): Promise<Map<string, LoadedModule>> {
-  const loaded = new Map<string, LoadedModule>();
-  for (const name of names) {
-    const module = await kernel.readModule(name);
-    if (module !== undefined) loaded.set(module.name, module);
-  }
-  return loaded;
 }

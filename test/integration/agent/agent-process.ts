@@ -1,7 +1,5 @@
 import { spawn } from 'node:child_process';
-import { cp, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { SAMPLE_DRIVER_DIR } from '../../unit/agent/build/sample-driver.ts';
+import { resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
@@ -88,11 +86,4 @@ export function startAgentProcess(env: Readonly<Record<string, string>>): AgentP
         check();
       }),
   };
-}
-
-/** A copy of the sample driver's sources at `version` (its version.h sets the modules' srcversion). */
-export async function writeSampleDriverSource(dir: string, version: string): Promise<string> {
-  await cp(SAMPLE_DRIVER_DIR, dir, { recursive: true });
-  await writeFile(join(dir, 'version.h'), `#define DRSAMPLE_VERSION "${version}"\n`);
-  return dir;
 }

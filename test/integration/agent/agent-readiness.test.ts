@@ -13,7 +13,8 @@ import { waitUntil } from '../../bed/wait-until.ts';
 import { aNicOnlyNode, anEmptyNode, type SysfsTree } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
-import { startAgentProcess, writeSampleDriverSource, type AgentProcess } from './agent-process.ts';
+import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
+import { startAgentProcess, type AgentProcess } from './agent-process.ts';
 
 // The agent runs as a child process (`node agent/main.ts`) against the shared real API server,
 // with real detection (fixture sysfs), a real kbuild compile of the sample driver against the

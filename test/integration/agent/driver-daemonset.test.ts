@@ -12,7 +12,8 @@ import { waitUntil } from '../../bed/wait-until.ts';
 import { aGpuNode } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
-import { startAgentProcess, writeSampleDriverSource } from './agent-process.ts';
+import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
+import { startAgentProcess } from './agent-process.ts';
 
 // The shipped DaemonSet, applied as is (namespace and a test nodeSelector aside) to the real
 // API server and DaemonSet controller; KWOK plays the kubelet and honours readiness gates. The
