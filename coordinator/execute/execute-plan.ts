@@ -15,7 +15,7 @@ export interface ExecuteHooks {
   /** Read-your-writes: the Node as stored after each patch, newer than the cache for a moment. */
   readonly onNodeWritten: (node: V1Node) => void;
   /** HTTP 429 on eviction: reported back to the planner through the next snapshot. */
-  readonly onEvictionBlocked: (pod: PodRef, message: string) => void;
+  readonly onEvictionBlocked: (pod: PodRef, message: string, node: string) => void;
   readonly onEvicted: (pod: PodRef) => void;
   /** A state label was written (for the per-state and per-upgrade histograms). */
   readonly onStateWritten: (action: SetStateAction) => void;
@@ -90,7 +90,7 @@ async function executeAction(action: NodeAction, hooks: ExecuteHooks): Promise<v
     case 'evictPod': {
       const result = await hooks.writer.evictPod(action.pod);
       if (result.evicted) hooks.onEvicted(action.pod);
-      else hooks.onEvictionBlocked(action.pod, result.message);
+      else hooks.onEvictionBlocked(action.pod, result.message, action.node);
       return;
     }
     case 'emitEvent':

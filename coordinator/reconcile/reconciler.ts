@@ -50,7 +50,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const log = deps.logger;
   const wake = new WakeSignal(deps.debounceMs ?? 20);
   const writtenNodes = new Map<string, V1Node>();
-  const evictionBlocked = new Map<string, { at: number; message: string; namespace: string; name: string }>();
+  const evictionBlocked = new Map<string, { at: number; message: string; namespace: string; name: string; node: string }>();
   const parsed = new Map<string, { generation: number; result: ParseResult }>();
   const known = new Map<string, RolloutLabels>();
   // What this replica last wrote per DriverRollout uid: a status the API server prunes (a schema
@@ -124,10 +124,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       concurrency: deps.concurrency ?? 16,
       nodeUid: (name) => deps.caches.nodes.get('', name)?.metadata?.uid,
       onNodeWritten: (node) => writtenNodes.set(node.metadata?.name ?? '', node),
-      onEvictionBlocked: (pod, message) => evictionBlocked.set(pod.uid, { at: now(), message, namespace: pod.namespace, name: pod.name }),
+      onEvictionBlocked: (pod, message, node) => evictionBlocked.set(pod.uid, { at: now(), message, namespace: pod.namespace, name: pod.name, node }),
       onEvicted: (pod) => evictionBlocked.delete(pod.uid),
       onStateWritten: (action) => {
         const at = now();
+        // Refusals belong to one drain: a node leaving its state (failed, retried) starts afresh.
+        for (const [uid, entry] of evictionBlocked) if (entry.node === action.node) evictionBlocked.delete(uid);
         if (action.fromSince !== null) deps.metrics.observeStateLeft(policy.driverName, action.from, (at - action.fromSince) / 1000);
         if (action.to === 'upgrade-done' && action.upgradeStartedAt !== null) {
           deps.metrics.observeUpgradeDone(policy.driverName, (at - action.upgradeStartedAt) / 1000);
