@@ -112,7 +112,9 @@ async function createKernel(config: AgentConfig, hostInfo: HostInfoPort, log: Lo
   if (config.kernelAdapter === 'real') return createRealKernel({ sysModuleDir, logger: log });
   const runningKernelVersion =
     config.simulated.kernelRelease ?? config.kernelVersion ?? (await hostInfo.readHostInfo()).kernelRelease;
-  const kernel = new SimulatedKernel({ sysModuleDir, runningKernelVersion, loadDurationMs: () => config.simulated.loadMs });
+  // The kernel's memory lives beside its /sys/module tree, so it outlives this agent like a real one.
+  const stateFile = join(config.sysfsRoot, '.simulated-kernel.json');
+  const kernel = new SimulatedKernel({ sysModuleDir, runningKernelVersion, loadDurationMs: () => config.simulated.loadMs, stateFile });
   for (const [module, errnoText] of Object.entries(config.simulated.initFailures)) kernel.failInit(module, errnoText);
   log.warn({ runningKernelVersion, sysModuleDir }, 'using the SIMULATED kernel: no real module is loaded');
   return kernel;

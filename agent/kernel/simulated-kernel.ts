@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { readLoadedModule, sysfsModuleName, type LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
@@ -16,6 +16,18 @@ export interface SimulatedKernelOptions {
   readonly loadDurationMs?: (module: string) => number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly now?: () => number;
+  /**
+   * Where the kernel's memory (installed module trees, live modules) is kept between processes.
+   * A real kernel outlives the agent's container: a restarted agent (a new driver pod) must find
+   * the old driver still loaded. Without a file, the state lives as long as this object.
+   * Open device references belong to the process that holds them and are not kept.
+   */
+  readonly stateFile?: string;
+}
+
+interface PersistedState {
+  readonly installed: readonly (readonly [string, readonly ModuleFile[]])[];
+  readonly live: readonly { readonly file: ModuleFile; readonly parameters: Readonly<Record<string, string>>; readonly holders: readonly string[] }[];
 }
 
 /** One thing the simulated kernel did, for tests that check what happened and in which order. */
@@ -47,16 +59,19 @@ export class SimulatedKernel implements KernelPort {
   readonly #installed = new Map<string, Map<string, ModuleFile>>();
   readonly #live = new Map<string, LiveModule>();
   readonly #initFailures = new Map<string, string>();
+  #restored: Promise<void> | undefined;
 
   constructor(options: SimulatedKernelOptions) {
     this.#options = options;
   }
 
-  readModule(name: string): Promise<LoadedModule | undefined> {
+  async readModule(name: string): Promise<LoadedModule | undefined> {
+    await this.#restore();
     return readLoadedModule(this.#options.sysModuleDir, name);
   }
 
   async listLoaded(): Promise<LoadedModule[]> {
+    await this.#restore();
     const out: LoadedModule[] = [];
     for (const name of [...this.#live.keys()].sort()) {
       const module = await this.readModule(name);
@@ -65,7 +80,8 @@ export class SimulatedKernel implements KernelPort {
     return out;
   }
 
-  installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void> {
+  async installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void> {
+    await this.#restore();
     const key = treeKey(tree);
     const files = this.#installed.get(key) ?? new Map<string, ModuleFile>();
     for (const [name, file] of files) {
@@ -76,10 +92,11 @@ export class SimulatedKernel implements KernelPort {
     }
     this.#installed.set(key, files);
     this.#record('depmod', subdir);
-    return Promise.resolve();
+    await this.#persist();
   }
 
   async resolveLoadOrder(tree: ModuleTree, modules: readonly string[]): Promise<LoadStep[]> {
+    await this.#restore();
     const config = await this.#readConfig(tree);
     const steps: LoadStep[] = [];
     for (const module of modules) {
@@ -93,6 +110,7 @@ export class SimulatedKernel implements KernelPort {
   }
 
   async load(tree: ModuleTree, module: string): Promise<void> {
+    await this.#restore();
     const name = sysfsModuleName(module);
     if (this.#live.has(name)) return;
     const command = `modprobe ${module}`;
@@ -108,6 +126,7 @@ export class SimulatedKernel implements KernelPort {
   }
 
   async unload(module: string): Promise<void> {
+    await this.#restore();
     const name = sysfsModuleName(module);
     const live = this.#live.get(name);
     const command = `rmmod ${name}`;
@@ -125,10 +144,12 @@ export class SimulatedKernel implements KernelPort {
       await this.#writeSysfs(dependency);
     }
     this.#record('rmmod', name);
+    await this.#persist();
   }
 
   /** A process opens the module's device: refcnt goes up with no holder to explain it. */
   async openDevice(module: string): Promise<{ close(): Promise<void> }> {
+    await this.#restore();
     const name = sysfsModuleName(module);
     const live = this.#live.get(name);
     if (live === undefined) throw new KernelCommandError({ command: `open /dev/${name}`, exitCode: undefined, stderr: 'No such device (ENODEV)' });
@@ -196,6 +217,37 @@ export class SimulatedKernel implements KernelPort {
       await this.#writeSysfs(dependency);
     }
     this.#record('insmod', file.name);
+    await this.#persist();
+  }
+
+  /** Loads the kernel's memory from `stateFile` once, and rewrites /sys/module from it. */
+  async #restore(): Promise<void> {
+    this.#restored ??= (async () => {
+      const path = this.#options.stateFile;
+      if (path === undefined) return;
+      let state: PersistedState;
+      try {
+        state = JSON.parse(await readFile(path, 'utf8')) as PersistedState;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw error;
+      }
+      for (const [key, files] of state.installed) this.#installed.set(key, new Map(files.map((f) => [f.name, f])));
+      for (const m of state.live) this.#live.set(m.file.name, { file: m.file, parameters: m.parameters, holders: new Set(m.holders), userReferences: 0 });
+      for (const name of this.#live.keys()) await this.#writeSysfs(name);
+    })();
+    await this.#restored;
+  }
+
+  async #persist(): Promise<void> {
+    const path = this.#options.stateFile;
+    if (path === undefined) return;
+    const state: PersistedState = {
+      installed: [...this.#installed].map(([key, files]) => [key, [...files.values()]] as const),
+      live: [...this.#live.values()].map((m) => ({ file: m.file, parameters: m.parameters, holders: [...m.holders] })),
+    };
+    await writeFile(`${path}.tmp`, JSON.stringify(state));
+    await rename(`${path}.tmp`, path);
   }
 
   async #writeSysfs(name: string): Promise<void> {

@@ -100,4 +100,22 @@ describe('the simulated kernel', () => {
     await slow.load(scratch.tree, 'drsample_net');
     expect(slept).toEqual([3000, 500]);
   });
+
+  it('outlives the agent with a state file: a new process finds the driver loaded and can unload it, as after a pod restart', async () => {
+    const stateFile = join(scratch.dir, 'kernel.json');
+    const first = new SimulatedKernel({ sysModuleDir: scratch.sysModuleDir, runningKernelVersion: scratch.tree.kernelVersion, stateFile });
+    await first.installModules(scratch.tree, 'drsample', driver.modules);
+    await first.load(scratch.tree, 'drsample_net');
+
+    const second = new SimulatedKernel({ sysModuleDir: scratch.sysModuleDir, runningKernelVersion: scratch.tree.kernelVersion, stateFile });
+    expect((await second.listLoaded()).map((m) => [m.name, m.holders])).toEqual([['drsample_core', ['drsample_net']], ['drsample_net', []]]);
+    await expect(second.unload('drsample_core')).rejects.toBeInstanceOf(ModuleBusyError);
+    await second.unload('drsample_net');
+    await second.unload('drsample_core');
+
+    const third = new SimulatedKernel({ sysModuleDir: scratch.sysModuleDir, runningKernelVersion: scratch.tree.kernelVersion, stateFile });
+    expect(await third.listLoaded()).toEqual([]);
+    await third.load(scratch.tree, 'drsample_net'); // the installed tree is remembered too
+    expect(await readLoadedModule(scratch.sysModuleDir, 'drsample_core')).toMatchObject({ refcnt: 1, holders: ['drsample_net'] });
+  });
 });
