@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ConfigError, type ConfigProblem } from '../shared/errors.ts';
+import type { DriverSource } from './build/build-driver.ts';
 import { DEFAULT_KEY_DOMAIN } from '../shared/keys.ts';
 import {
   DEVICE_KIND_SELECTORS,
@@ -11,10 +12,6 @@ import {
   type DeviceSelector,
 } from './detect/device-selector.ts';
 
-/** Where the driver's kbuild sources come from (the shape buildDriver takes). */
-export type AgentDriverSource =
-  | { readonly kind: 'directory'; readonly path: string }
-  | { readonly kind: 'tarball'; readonly url: string; readonly sha256: string; readonly stripComponents?: number };
 
 /** Everything the agent is told at start-up; parsed once by main.ts. */
 export interface AgentConfig {
@@ -26,7 +23,7 @@ export interface AgentConfig {
   readonly keyDomain: string;
   /** Version of the driver sources; labelled on the node once loaded. */
   readonly driverVersion: string;
-  readonly source: AgentDriverSource;
+  readonly source: DriverSource;
   /** Build and load for this kernel instead of `uname -r`. */
   readonly kernelVersion: string | undefined;
   /** Modules to load with modprobe (dependencies come along); empty = every module built. */
@@ -277,7 +274,7 @@ function assemble(c: Raw, problems: ConfigProblem[]): AgentConfig {
   };
 }
 
-function driverSource(c: Raw, problems: ConfigProblem[]): AgentDriverSource {
+function driverSource(c: Raw, problems: ConfigProblem[]): DriverSource {
   const dir = c['driver-source-dir'];
   const url = c['driver-source-url'];
   const sha256 = c['driver-source-sha256'];

@@ -152,29 +152,19 @@ async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<
 
     step = 'build';
     await report({ phase: 'Building', reason: 'Building', message: `building the ${deps.driver} driver for kernel ${kernel}`, deviceCount });
-    const buildStarted = performance.now();
-    let built: BuiltDriver;
-    try {
-      built = await steps.build(detection, signal);
-    } catch (error) {
-      metrics.observeBuild(secondsSince(buildStarted), 'failed');
-      throw error;
-    }
-    metrics.observeBuild(secondsSince(buildStarted), built.cacheHit ? 'cached' : 'built');
+    const built = await timed(
+      () => steps.build(detection, signal),
+      (seconds, result) => { metrics.observeBuild(seconds, result === undefined ? 'failed' : result.cacheHit ? 'cached' : 'built'); },
+    );
     if (signal.aborted) return { kind: 'aborted' };
 
     step = 'load';
     const names = built.modules.map((m) => m.name).join(', ');
     await report({ phase: 'Loading', reason: 'Loading', message: `loading ${names} (${built.version}, ${built.cacheHit ? 'from the cache' : 'freshly built'})`, deviceCount });
-    const loadStarted = performance.now();
-    let outcome: LoadOutcome;
-    try {
-      outcome = await steps.load(built, signal);
-    } catch (error) {
-      metrics.observeLoad(secondsSince(loadStarted), 'failed');
-      throw error;
-    }
-    metrics.observeLoad(secondsSince(loadStarted), outcome.changed ? 'loaded' : 'unchanged');
+    const outcome = await timed(
+      () => steps.load(built, signal),
+      (seconds, result) => { metrics.observeLoad(seconds, result === undefined ? 'failed' : result.changed ? 'loaded' : 'unchanged'); },
+    );
     log.info({ changed: outcome.changed }, outcome.summary);
 
     step = 'verify';
@@ -239,8 +229,16 @@ function isAborted(signal: AbortSignal): boolean {
   return signal.aborted;
 }
 
-function secondsSince(start: number): number {
-  return (performance.now() - start) / 1000;
+/** Runs `run` and reports its duration in seconds with its result (undefined when it threw). */
+async function timed<T>(run: () => Promise<T>, observe: (seconds: number, result: T | undefined) => void): Promise<T> {
+  const started = performance.now();
+  let result: T | undefined;
+  try {
+    result = await run();
+    return result;
+  } finally {
+    observe((performance.now() - started) / 1000, result);
+  }
 }
 
 async function sleepOrAbort(ms: number, signal: AbortSignal): Promise<void> {
