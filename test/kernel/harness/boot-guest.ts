@@ -20,7 +20,11 @@ export interface GuestRun {
 /** A Linux guest booted under QEMU, running commands in a chroot of the host's own root. */
 export interface Guest {
   readonly kernel: TestKernel;
-  /** Host temp dir shared read-write with the guest at the same path: put inputs and outputs here. */
+  /**
+   * Host temp dir shared read-write with the guest at the same path, uncached: files the host
+   * writes after the boot belong here (or in `writableDirs`), since the guest may cache what it
+   * has already read of the rest of the host's file system.
+   */
   readonly workDir: string;
   /** QEMU's process id. */
   readonly pid: number;

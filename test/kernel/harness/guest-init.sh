@@ -43,7 +43,8 @@ done
 [ -n "$work" ] || fail "no dr.work= on the kernel command line"
 
 # msize: 6.1 defaults to 8 KiB messages, which makes reading node_modules very slow.
-# cache=loose on the read-only host share: the host does not change what the guest reads from it.
+# cache=loose on the read-only host share: the guest may keep what it has read, so whatever the
+# host writes after the boot goes to the work dir or a dr.rw= dir (cache=none), never elsewhere.
 p9=trans=virtio,version=9p2000.L,msize=512000
 mount -t 9p -o "$p9,ro,cache=loose" host /host || fail "mount the host share"
 mount -t tmpfs -o mode=0755 tmpfs /rw || fail "mount the overlay's tmpfs"
@@ -52,7 +53,8 @@ mount -t overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work overlay /
 mount -t proc proc /newroot/proc || fail "mount /proc in the root"
 mount -t sysfs sysfs /newroot/sys || fail "mount /sys in the root"
 mount -t devtmpfs devtmpfs /newroot/dev || fail "mount /dev in the root"
-mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || fail "mount /tmp"
+# A fresh /run, as after a boot (the host's holds its own state, e.g. /run/modprobe.d). /tmp is
+# left as the overlay shows it: a checkout or work dir may live there.
 mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "mount /run"
 mkdir -p "/newroot$work" && mount -t 9p -o "$p9" work "/newroot$work" || fail "mount the work share at $work"
 # dr.rw=DIR0,DIR1,...: more host dirs shared read-write (tags rw0, rw1, ...) at their own paths.
