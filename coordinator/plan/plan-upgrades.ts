@@ -25,6 +25,7 @@ import { usesDevice } from './device-pods.ts';
 import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeyOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
+import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
 import { buildRolloutStatus } from './rollout-status.ts';
@@ -160,8 +161,9 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): 
 
 /**
  * upgrade-required → cordon-required. On a fresh cycle, remember whether the node was already
- * cordoned (initial-state annotation, written before our cordon) and when the cycle began. A retry
- * of a failed cycle keeps both: the node is cordoned by us then, not by an admin.
+ * cordoned by an admin (initial-state annotation, written before our cordon; a cordon another
+ * driver's unfinished upgrade made is not an admin's) and when the cycle began. A retry of a
+ * failed cycle keeps both: the node is cordoned by us then, not by an admin.
  */
 function startResult(node: NodeContext, ctx: StepContext): StepResult {
   const keys = ctx.policy.keys;
@@ -170,7 +172,9 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
   const actions: NodeAction[] = [];
   if (!isInUpgradeCycle(a, keys)) {
     for (const key of cycleAnnotationKeys(keys)) if (a[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
-    if (node.view.unschedulable) actions.push({ kind: 'setAnnotation', node: name, key: keys.initialStateUnschedulable, value: 'true' });
+    if (isCordonedByAdmin(node.view.unschedulable, otherDriverHolds(node.view.labels, a, keys))) {
+      actions.push({ kind: 'setAnnotation', node: name, key: keys.initialStateUnschedulable, value: 'true' });
+    }
     else if (a[keys.initialStateUnschedulable] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key: keys.initialStateUnschedulable });
     actions.push({ kind: 'setAnnotation', node: name, key: keys.upgradeStartTime, value: toUnixSeconds(ctx.now) });
   }

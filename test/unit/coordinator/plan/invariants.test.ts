@@ -9,18 +9,20 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { UPGRADE_STATES, type UpgradeState } from '../../../../shared/keys.ts';
+import { driverKeys, UPGRADE_STATES, type UpgradeState } from '../../../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import type { Plan } from '../../../../coordinator/plan/action.ts';
 import { assignPool } from '../../../../coordinator/plan/assign-pool.ts';
 import { stateOf } from '../../../../coordinator/plan/node-view.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
+import { isCordonedByAdmin, otherDriverHolds } from '../../../../coordinator/plan/other-drivers.ts';
 import { isOutOfService, isUpgrading, resolveMaxUnavailable } from '../../../../coordinator/plan/pool-capacity.ts';
 import type { ClusterSnapshot } from '../../../../coordinator/plan/snapshot.ts';
 import { KEYS, NOW, aCluster, aNode, aPdb, aPod, aPolicy, secondsAgo, type NodeBuilder, type PodBuilder } from './fixtures.ts';
 import { evolve, execute, randomFrom } from './simulate.ts';
 
 const NOT_STARTED: readonly UpgradeState[] = ['unknown', 'upgrade-done', 'upgrade-required'];
+const OFED = driverKeys('ofed');
 
 const podArb = fc.record({
   kind: fc.constantFrom('gpu', 'job', 'web', 'daemonset', 'skip', 'bare', 'db', 'validator', 'mirror'),
@@ -39,6 +41,8 @@ const nodeArb = fc.record({
   safeLoad: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
   skip: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
   timerAge: fc.integer({ min: 0, max: 900 }),
+  /** Another driver's upgrade on the same node (its state, and whether it found an admin cordon). */
+  ofed: fc.option(fc.record({ state: fc.constantFrom(...UPGRADE_STATES), admin: fc.boolean() }), { nil: undefined, freq: 3 }),
   pods: fc.array(podArb, { maxLength: 4 }),
 });
 
@@ -79,6 +83,10 @@ function buildNode(spec: NodeSpec, i: number): NodeBuilder {
       [KEYS.podDeletionStartTime]: secondsAgo(spec.timerAge),
       [KEYS.validationStartTime]: secondsAgo(spec.timerAge),
     });
+  }
+  if (spec.ofed !== undefined) {
+    node = node.labelled({ [OFED.upgradeState]: spec.ofed.state });
+    if (spec.ofed.admin) node = node.annotated({ [OFED.initialStateUnschedulable]: 'true' });
   }
   if (spec.notReady) node = node.notReady();
   if (spec.outdated) node = node.outdated();
@@ -179,8 +187,10 @@ function checkStep(before: ClusterSnapshot, after: ClusterSnapshot, plan: Plan, 
   }
   for (const nodePlan of plan.nodePlans) {
     const node = before.nodes.find((n) => n.name === nodePlan.node);
+    const heldByOthers = node === undefined ? [] : otherDriverHolds(node.labels, node.annotations, KEYS);
     for (const action of nodePlan.actions) {
       if (action.kind === 'uncordon') expect(adminCordoned.has(action.node), `uncordoned admin-cordoned ${action.node}`).toBe(false);
+      if (action.kind === 'uncordon') expect(heldByOthers, `uncordoned ${action.node} while another driver holds it`).toEqual([]);
       if (action.kind === 'deletePod' || action.kind === 'evictPod') {
         const pod = node?.pods.find((p) => p.uid === action.pod.uid);
         expect(pod?.controllerKind, `${action.kind} of ${action.pod.name}`).not.toBe('DaemonSet');
@@ -206,7 +216,11 @@ describe('planner invariants over random clusters and policies', () => {
           let snapshot = aCluster(nodeSpecs.map(buildNode), withPdb ? [aPdb('work', 'db', 'app=db', 0)] : []);
           const adminCordoned = new Set(
             snapshot.nodes
-              .filter((n) => n.unschedulable && (n.annotations[KEYS.initialStateUnschedulable] !== undefined || NOT_STARTED.includes(stateOf(n.labels, KEYS.upgradeState))))
+              .filter(
+                (n) =>
+                  (n.unschedulable && n.annotations[KEYS.initialStateUnschedulable] !== undefined) ||
+                  (NOT_STARTED.includes(stateOf(n.labels, KEYS.upgradeState)) && isCordonedByAdmin(n.unschedulable, otherDriverHolds(n.labels, n.annotations, KEYS))),
+              )
               .map((n) => n.name),
           );
           let now = NOW;

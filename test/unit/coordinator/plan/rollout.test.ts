@@ -126,4 +126,49 @@ describe('whole rollouts in the simulated world', () => {
     expect(plan.status.halted).toBe(true);
     expect(plan.reasons.filter((r) => r.code === 'halted')).toHaveLength(6);
   });
+
+  it('a GPU and a NIC driver rolled out at once on the same nodes: neither uncordons while the other holds the node; all end uncordoned', () => {
+    const gpu = aPolicy({ maxParallelUpgrades: 2, maxUnavailable: '50%', drain: { enable: true } });
+    const ofed = aPolicy({ maxParallelUpgrades: 1, maxUnavailable: '50%', drain: { enable: true } }, { driverName: 'ofed', selector: { matchLabels: { app: 'ofed' } } });
+    const built = aCluster(Array.from({ length: 6 }, (_, i) => aNode(`m${i}`).inState('upgrade-done').outdated().with(aPod(`web-${i}`))));
+    let world: ClusterSnapshot = {
+      ...built,
+      daemonSets: [...built.daemonSets, { namespace: 'gpu-operator', name: 'ofed-driver', updatedRevisionHash: 'ofed-new' }],
+      nodes: built.nodes.map((n) => {
+        const [gpuPod] = n.driverPods;
+        if (gpuPod === undefined) throw new Error('fixture has a driver pod');
+        return { ...n, driverPods: [gpuPod, { ...gpuPod, daemonSet: 'ofed-driver', name: `ofed-${n.name}`, uid: `ofed-${n.name}`, revisionHash: 'ofed-old' }] };
+      }),
+    };
+    const only = (snapshot: ClusterSnapshot, ds: string): ClusterSnapshot => ({
+      ...snapshot,
+      daemonSets: snapshot.daemonSets.filter((d) => d.name === ds),
+      nodes: snapshot.nodes.map((n) => ({ ...n, driverPods: n.driverPods.filter((p) => p.daemonSet === ds) })),
+    });
+    const mergeBack = (into: ClusterSnapshot, from: ClusterSnapshot, ds: string): ClusterSnapshot => ({
+      ...into,
+      nodes: from.nodes.map((n, i) => ({ ...n, driverPods: [...(into.nodes[i]?.driverPods ?? []).filter((p) => p.daemonSet !== ds), ...n.driverPods] })),
+    });
+    const random = randomFrom(7);
+    let now = NOW;
+    const ofedKeys = ofed.keys;
+    for (let pass = 0; pass < 300; pass++) {
+      for (const [policy, ds] of [[gpu, 'gpu-driver'], [ofed, 'ofed-driver']] as const) {
+        const view = only(world, ds);
+        const plan = planUpgrades(view, policy, now);
+        for (const nodePlan of plan.nodePlans) {
+          if (!nodePlan.actions.some((a) => a.kind === 'uncordon')) continue;
+          const node = world.nodes.find((n) => n.name === nodePlan.node);
+          const other = policy === gpu ? ofedKeys.upgradeState : KEYS.upgradeState;
+          const otherState = node?.labels[other] ?? 'unknown';
+          expect(['unknown', 'upgrade-required', 'upgrade-done', 'uncordon-required'], `${ds} uncordoned ${nodePlan.node} while the other is ${otherState}`).toContain(otherState);
+        }
+        world = mergeBack(world, execute(view, plan, now), ds);
+      }
+      world = evolve(world, random, { progress: 0.6 });
+      now += 5_000;
+    }
+    const states = world.nodes.map((n) => [n.labels[KEYS.upgradeState], n.labels[ofedKeys.upgradeState], n.unschedulable]);
+    expect(states).toEqual(world.nodes.map(() => ['upgrade-done', 'upgrade-done', false]));
+  });
 });

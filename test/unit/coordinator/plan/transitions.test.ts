@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ReasonCode } from '../../../../coordinator/plan/action.ts';
 import type { PdbSnapshot } from '../../../../coordinator/plan/snapshot.ts';
+import { driverKeys } from '../../../../shared/keys.ts';
 import {
   KEYS,
   NOW,
@@ -36,10 +37,11 @@ interface Case {
   /** n1's reason detail matches. */
   readonly detail?: RegExp;
   /** Annotation writes on n1 (a subset; null = removed). */
-  readonly annotations?: Readonly<Record<string, string | null>>;
+  readonly annotations?: Readonly<Record<string, string | null | undefined>>;
   readonly wakeAt?: number | null;
 }
 
+const OFED = driverKeys('ofed');
 const JOBS = { waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 600 } } as const;
 const DELETION = { podDeletion: {} } as const;
 const DRAIN = { drain: { enable: true, timeoutSeconds: 300 } } as const;
@@ -523,6 +525,47 @@ const cases: Record<string, readonly Case[]> = {
       node: aNode('n1').inState('uncordon-required').cordonedByAdmin(),
       effects: ['state:upgrade-done'],
       annotations: { [KEYS.initialStateUnschedulable]: null },
+    },
+  ],
+  'two drivers on one node (gpu here, ofed alongside)': [
+    {
+      name: 'uncordon-required while ofed still drains → upgrade-done, left cordoned for ofed',
+      node: aNode('n1').inState('uncordon-required').cordoned().labelled({ [OFED.upgradeState]: 'drain-required' }),
+      effects: ['state:upgrade-done'],
+    },
+    {
+      name: 'uncordon-required while ofed is failed → left cordoned',
+      node: aNode('n1').inState('uncordon-required').cordoned().labelled({ [OFED.upgradeState]: 'upgrade-failed' }),
+      effects: ['state:upgrade-done'],
+    },
+    {
+      name: 'uncordon-required while ofed is finishing too (uncordon-required) → uncordon',
+      node: aNode('n1').inState('uncordon-required').cordoned().labelled({ [OFED.upgradeState]: 'uncordon-required' }),
+      effects: ['uncordon', 'state:upgrade-done'],
+    },
+    {
+      name: 'a driver of another domain counts too',
+      node: aNode('n1').inState('uncordon-required').cordoned().labelled({ 'example.com/nic-driver-upgrade-state': 'pod-restart-required' }),
+      effects: ['state:upgrade-done'],
+    },
+    {
+      name: 'starting on a node ofed cordoned for its upgrade: not an admin cordon',
+      node: aNode('n1').inState('upgrade-required').outdated().cordoned().labelled({ [OFED.upgradeState]: 'drain-required' }),
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.initialStateUnschedulable]: undefined },
+    },
+    {
+      name: 'starting on a node ofed found cordoned by an admin: an admin cordon',
+      node: aNode('n1')
+        .inState('upgrade-required')
+        .outdated()
+        .cordoned()
+        .labelled({ [OFED.upgradeState]: 'drain-required' })
+        .annotated({ [OFED.initialStateUnschedulable]: 'true' }),
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.initialStateUnschedulable]: 'true' },
     },
   ],
   'upgrade-failed': [
