@@ -1,18 +1,23 @@
 /**
- * Runs INSIDE the kernel-test guest (see ../harness/boot-guest.ts): one scenario, a list of
- * steps, in one Node process, the way the agent's main loop would meet them. Reload steps call
- * the agent's reloadDriver with its REAL kernel adapter (modprobe, rmmod, depmod, /sys/module);
- * the other steps play the workload (a process holding the driver's device open).
+ * Runs INSIDE the kernel-test guest (see ../harness/boot-guest.ts), as one long-lived process
+ * like the agent itself: it serves scenarios, each a list of steps. Reload steps call the
+ * agent's reloadDriver with its REAL kernel adapter (modprobe, rmmod, depmod, /sys/module); the
+ * other steps play the workload (a process holding the driver's device open).
  *
- * Usage: node run-scenario.ts <scenario.json>. Prints one JSON ScenarioReport on stdout; the
- * agent's log goes to stderr. Exits 0 whether the agent succeeded or refused: the report says.
+ * Usage: node run-scenario.ts <dir>. For N = 1, 2, ... it waits for <dir>/N.json (a Scenario),
+ * runs it with the agent's log in <dir>/N.log, and writes <dir>/N.result.json (by rename):
+ * {"report": ScenarioReport} (a refusal by the agent is a result) or {"failure": "<stack>"}.
+ * One process for all scenarios: starting Node and importing the agent costs seconds under
+ * emulation.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { access, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createRealKernel } from '../../../agent/kernel/real-kernel.ts';
 import { reloadDriver, type DriverToLoad, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
 import type { ModuleTree } from '../../../agent/kernel/kernel-port.ts';
@@ -65,10 +70,28 @@ export interface ScenarioReport {
   readonly steps: readonly StepReport[];
 }
 
-const run = promisify(execFile);
-const logger = pino({ level: 'debug', base: { component: 'agent' } }, pino.destination(2));
+export type ScenarioOutcome = { readonly report: ScenarioReport } | { readonly failure: string };
 
-async function runScenario(scenario: Scenario): Promise<ScenarioReport> {
+const run = promisify(execFile);
+
+async function serve(dir: string): Promise<never> {
+  for (let n = 1; ; n++) {
+    const request = join(dir, `${n}.json`);
+    while (!(await exists(request))) await sleep(25);
+    const logger = pino({ level: 'debug', base: { component: 'agent', scenario: n } }, pino.destination({ dest: join(dir, `${n}.log`), sync: true }));
+    let outcome: ScenarioOutcome;
+    try {
+      outcome = { report: await runScenario(JSON.parse(await readFile(request, 'utf8')) as Scenario, logger) };
+    } catch (error) {
+      outcome = { failure: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+    }
+    const result = join(dir, `${n}.result.json`);
+    await writeFile(`${result}.tmp`, JSON.stringify(outcome));
+    await rename(`${result}.tmp`, result);
+  }
+}
+
+async function runScenario(scenario: Scenario, logger: Logger): Promise<ScenarioReport> {
   const reports: StepReport[] = [];
   let holder: ChildProcess | undefined;
   try {
@@ -79,7 +102,7 @@ async function runScenario(scenario: Scenario): Promise<ScenarioReport> {
       const outcome: Partial<StepReport> = {};
       switch (step.kind) {
         case 'reload':
-          Object.assign(outcome, await reload(step));
+          Object.assign(outcome, await reload(step, logger));
           break;
         case 'hold-device':
           holder = await holdOpen(step.device);
@@ -105,7 +128,7 @@ async function runScenario(scenario: Scenario): Promise<ScenarioReport> {
   return { steps: reports };
 }
 
-async function reload(step: Extract<ScenarioStep, { kind: 'reload' }>): Promise<Pick<StepReport, 'result' | 'error'>> {
+async function reload(step: Extract<ScenarioStep, { kind: 'reload' }>, logger: Logger): Promise<Pick<StepReport, 'result' | 'error'>> {
   let result: ReloadResult | undefined;
   const failure = await reportError(async () => {
     result = await reloadDriver(createRealKernel({ logger }), step.built, {
@@ -169,7 +192,15 @@ async function kernelLog(): Promise<string[]> {
   return stdout.split('\n').filter((line) => line.trim() !== '');
 }
 
-const scenarioPath = process.argv[2];
-if (scenarioPath === undefined) throw new Error('usage: run-scenario.ts <scenario.json>');
-const scenario = JSON.parse(await readFile(scenarioPath, 'utf8')) as Scenario;
-process.stdout.write(`${JSON.stringify(await runScenario(scenario))}\n`);
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const dir = process.argv[2];
+if (dir === undefined) throw new Error('usage: run-scenario.ts <dir>');
+await serve(dir);
