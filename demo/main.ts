@@ -1,0 +1,313 @@
+/**
+ * `npm run demo`: a local demo of a driver rollout on a real control plane.
+ *
+ * It starts the test bed's `full` control plane (etcd, kube-apiserver, controller-manager,
+ * scheduler, KWOK), creates 8 simulated GPU nodes in two pools with workloads and a PDB,
+ * applies the DriverRollout CRD, a DriverRollout and the driver DaemonSet from manifests/, and
+ * runs the real coordinator (`coordinator/main.ts`), the real init container and the real agent
+ * (`agent/main.ts`, compiling the sample driver with kbuild and loading it into a simulated
+ * kernel) for every driver pod. Then:
+ *   1. first install with safe loading: every node is cordoned and drained before its driver loads;
+ *   2. an upgrade from 1.0.0 to 2.0.0, pool by pool within maxUnavailable.
+ * Progress is printed as a table; the limits are checked on every change.
+ *
+ *   npm run demo                # runs both phases, then stops everything
+ *   npm run demo -- --keep      # leaves the cluster running (prints KUBECONFIG) until Ctrl-C
+ */
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, type KubeConfig, type V1DaemonSet, type V1Node } from '@kubernetes/client-node';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parse } from 'yaml';
+import { driverKeys, isUpgradeState } from '../shared/keys.ts';
+import { startControlPlane } from '../test/bed/control-plane.ts';
+import { createFakeNodes } from '../test/bed/fake-nodes.ts';
+import { waitUntil } from '../test/bed/wait-until.ts';
+import { aSysfsTree, anH100 } from '../test/fixtures/sysfs/sysfs-tree.ts';
+import { ProcessKubelet } from './process-kubelet.ts';
+import { renderProgress, unavailableByPool, type NodeRow } from './render-progress.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const NODE = resolve(ROOT, 'node_modules/.bin/node');
+const NAMESPACE = 'driver-rollout';
+const DRIVER = 'gpu';
+const KEYS = driverKeys(DRIVER);
+/** The kernel whose headers ensure-system-packages.sh installed (Debian's linux-headers-amd64). */
+const POOLS = { a: { nodes: 4, maxUnavailable: 1 }, b: { nodes: 4, maxUnavailable: 2 } } as const;
+
+const { values: flags } = parseArgs({ options: { keep: { type: 'boolean', default: false }, timeout: { type: 'string', default: '600' } } });
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const work = await mkdtemp(join(tmpdir(), 'driver-rollout-demo-'));
+  say(`work dir ${work}; starting a real control plane (first run builds it from Go modules)…`);
+  const plane = await startControlPlane({ profile: 'full' });
+  const kc = plane.kubeConfig();
+  const children: ChildProcess[] = [];
+  let kubelet: ProcessKubelet | undefined;
+  const cleanup = async (): Promise<void> => {
+    await kubelet?.stop();
+    for (const c of children) c.kill('SIGTERM');
+    await plane.stop();
+    await rm(work, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  try {
+    say(`control plane up at ${plane.server}\n  export KUBECONFIG=${plane.kubeconfigPath}`);
+    const kernelVersion = await installedHeadersKernel();
+    const sources = await prepareDriverSources(work, ['1.0.0', '2.0.0']);
+
+    kubectl(plane.binDir, plane.kubeconfigPath, 'apply', '-f', join(ROOT, 'manifests/driverrollout-crd.yaml'));
+    await waitForCrd(kc);
+    const core = kc.makeApiClient(CoreV1Api);
+    for (const ns of [NAMESPACE, 'ml']) await core.createNamespace({ body: { metadata: { name: ns } } });
+
+    const nodes = Object.entries(POOLS).flatMap(([pool, p]) =>
+      Array.from({ length: p.nodes }, (_, i) => ({ name: `gpu-${pool}-${i + 1}`, labels: { pool, 'driver-rollout.demo/gpu': 'true' } })),
+    );
+    await createFakeNodes(kc, nodes);
+    say(`${nodes.length} KWOK nodes Ready in pools ${Object.keys(POOLS).join(', ')}`);
+    await createWorkloads(kc);
+
+    await createDriverRollout(kc);
+    await kc.makeApiClient(AppsV1Api).createNamespacedDaemonSet({ namespace: NAMESPACE, body: await driverDaemonSet('1.0.0', sources['1.0.0'] ?? '') });
+
+    children.push(startProcess('coordinator', [join(ROOT, 'coordinator/main.ts'), `--kubeconfig=${plane.kubeconfigPath}`, `--namespace=${NAMESPACE}`, '--metrics-port=0', `--lease-namespace=${NAMESPACE}`], join(work, 'coordinator.log')));
+    kubelet = new ProcessKubelet({
+      kubeConfig: kc,
+      kubeconfigPath: plane.kubeconfigPath,
+      namespace: NAMESPACE,
+      labelSelector: 'app.kubernetes.io/name=gpu-driver',
+      logDir: join(work, 'pods'),
+      nodeEnv: (node) => nodeHost(work, node, kernelVersion),
+    });
+    await kubelet.start();
+    say(`coordinator, init containers and agents running; logs under ${work}`);
+
+    const timeoutMs = Number(flags.timeout) * 1000;
+    await watchPhase(kc, 'phase 1: first install with safe loading', '1.0.0', timeoutMs);
+    await kc.makeApiClient(AppsV1Api).replaceNamespacedDaemonSet({ name: 'gpu-driver', namespace: NAMESPACE, body: await driverDaemonSet('2.0.0', sources['2.0.0'] ?? '', kc) });
+    say('driver DaemonSet template changed to 2.0.0 (updateStrategy OnDelete: the coordinator restarts pods node by node)');
+    await watchPhase(kc, 'phase 2: upgrade 1.0.0 → 2.0.0', '2.0.0', timeoutMs);
+
+    say(`demo finished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    if (flags.keep) {
+      say(`cluster kept running: export KUBECONFIG=${plane.kubeconfigPath}; kubectl get driverrollouts -A; Ctrl-C to stop`);
+      await new Promise(() => undefined);
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+function say(text: string): void {
+  process.stdout.write(`[demo] ${text}\n`);
+}
+
+function startProcess(name: string, args: string[], logPath: string): ChildProcess {
+  const log = createWriteStream(logPath);
+  const child = spawn(NODE, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  child.on('exit', (code) => {
+    if (code !== 0 && code !== null) say(`${name} exited with ${code}; see ${logPath}`);
+  });
+  return child;
+}
+
+async function installedHeadersKernel(): Promise<string> {
+  const { readdir } = await import('node:fs/promises');
+  const headers = (await readdir('/usr/src')).filter((d) => d.startsWith('linux-headers-') && !d.endsWith('-common'));
+  const kver = headers.map((d) => d.slice('linux-headers-'.length)).sort().at(-1);
+  if (kver === undefined) throw new Error('no kernel headers under /usr/src: run scripts/ensure-system-packages.sh');
+  return kver;
+}
+
+/** One copy of the sample driver per version, with its version.h (a new version, a new srcversion). */
+async function prepareDriverSources(work: string, versions: readonly string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const version of versions) {
+    const dir = join(work, 'src', version);
+    await cp(join(ROOT, 'test/fixtures/sample-driver'), dir, { recursive: true });
+    await writeFile(join(dir, 'version.h'), `#define DRSAMPLE_VERSION "${version}"\n`);
+    out[version] = dir;
+  }
+  return out;
+}
+
+/** The node's simulated host: 8 H100s in its sysfs, its own module tree, run dir and lock. */
+async function nodeHost(work: string, node: string, kernelVersion: string): Promise<Record<string, string>> {
+  const host = join(work, 'nodes', node);
+  const sysfs = join(host, 'sys');
+  await mkdir(join(host, 'run'), { recursive: true });
+  try {
+    await readFile(join(sysfs, '.written'));
+  } catch {
+    await aSysfsTree().with(...Array.from({ length: 8 }, (_, i) => anH100(`0000:${(0x18 + i * 0x10).toString(16)}:00.0`, i < 4 ? 0 : 1))).writeTo(sysfs);
+    await mkdir(join(sysfs, 'module'), { recursive: true });
+    await writeFile(join(sysfs, '.written'), '');
+  }
+  return {
+    SYSFS_ROOT: sysfs,
+    SYS_MODULE_ROOT: join(sysfs, 'module'),
+    MODULE_ROOT: join(host, 'root'),
+    MODPROBE_CONFIG_DIR: join(host, 'run', 'modprobe.d'),
+    CACHE_DIR: join(work, 'module-cache'),
+    READY_FILE: join(host, 'run', '.driver-ready'),
+    LOCK_PATH: join(host, 'run', 'agent.lock'),
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    KERNEL_ADAPTER: 'simulated',
+    KERNEL_VERSION: kernelVersion,
+    SIMULATED_LOAD_SECONDS: '1',
+    HEADERS_DIRS: `/usr/src/linux-headers-${kernelVersion}`,
+    RETRY_INITIAL_SECONDS: '2',
+    LOG_LEVEL: 'info',
+  };
+}
+
+/**
+ * Manifests go in with kubectl, as a user applies them. (client-node's typed serializer drops
+ * schema keys such as `x-kubernetes-int-or-string` from a plain object, so it cannot send a CRD.)
+ */
+function kubectl(binDir: string, kubeconfig: string, ...args: string[]): void {
+  execFileSync(join(binDir, 'kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+async function waitForCrd(kc: KubeConfig): Promise<void> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await waitUntil('the DriverRollout CRD to be served', async () => {
+    await custom.listNamespacedCustomObject({ group: 'driverrollout.io', version: 'v1alpha1', namespace: 'default', plural: 'driverrollouts' });
+    return true;
+  });
+}
+
+/** A training Deployment spread over the nodes, protected by a PDB: the drains must honour it. */
+async function createWorkloads(kc: KubeConfig): Promise<void> {
+  await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
+    namespace: 'ml',
+    body: {
+      metadata: { name: 'trainer' },
+      spec: {
+        replicas: 8,
+        selector: { matchLabels: { app: 'trainer' } },
+        template: {
+          metadata: { labels: { app: 'trainer' } },
+          spec: {
+            nodeSelector: { 'driver-rollout.demo/gpu': 'true' },
+            tolerations: [{ key: 'kwok.x-k8s.io/node', operator: 'Exists' }],
+            containers: [{ name: 'train', image: 'trainer:latest' }],
+          },
+        },
+      },
+    },
+  });
+  await kc.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
+    namespace: 'ml',
+    body: { metadata: { name: 'trainer' }, spec: { maxUnavailable: 2, selector: { matchLabels: { app: 'trainer' } } } },
+  });
+}
+
+async function createDriverRollout(kc: KubeConfig): Promise<void> {
+  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: 'driverrollout.io',
+    version: 'v1alpha1',
+    namespace: NAMESPACE,
+    plural: 'driverrollouts',
+    body: {
+      apiVersion: 'driverrollout.io/v1alpha1',
+      kind: 'DriverRollout',
+      metadata: { name: DRIVER },
+      spec: {
+        driverName: DRIVER,
+        selector: { matchLabels: { 'app.kubernetes.io/name': 'gpu-driver' } },
+        upgradePolicy: {
+          autoUpgrade: true,
+          maxParallelUpgrades: 0,
+          maxUnavailable: '50%',
+          drain: { enable: true, timeoutSeconds: 120, deleteEmptyDir: true },
+        },
+        maxFailedNodes: 2,
+        pools: Object.entries(POOLS).map(([name, p]) => ({ name, nodeSelector: { matchLabels: { pool: name } }, maxUnavailable: p.maxUnavailable })),
+      },
+    },
+  });
+}
+
+/** manifests/driver-daemonset.yaml for the demo: the sample driver at `version`, on the demo nodes. */
+async function driverDaemonSet(version: string, sourceDir: string, kc?: KubeConfig): Promise<V1DaemonSet> {
+  const ds = parse(await readFile(join(ROOT, 'manifests/driver-daemonset.yaml'), 'utf8')) as V1DaemonSet;
+  const spec = ds.spec?.template.spec;
+  if (spec === undefined) throw new Error('manifests/driver-daemonset.yaml has no pod spec');
+  spec.nodeSelector = { 'driver-rollout.demo/gpu': 'true' };
+  spec.serviceAccountName = 'default';
+  delete spec.priorityClassName;
+  const set = (container: { env?: { name: string; value?: string }[] } | undefined, values: Record<string, string>): void => {
+    for (const [name, value] of Object.entries(values)) {
+      const entry = container?.env?.find((e) => e.name === name);
+      if (entry !== undefined) entry.value = value;
+      else container?.env?.push({ name, value });
+    }
+  };
+  set(spec.initContainers?.[0], { PREFLIGHT_MODULES: 'drsample_core,drsample_net' });
+  set(spec.containers[0], { DRIVER_VERSION: version, DRIVER_SOURCE_DIR: sourceDir, DRIVER_MODULES: 'drsample_net', MODULE_PARAMETERS: 'drsample_core.greeting=demo', MODULE_BLACKLIST: '' });
+  if (kc !== undefined) {
+    const current = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'gpu-driver', namespace: NAMESPACE });
+    const resourceVersion = current.metadata?.resourceVersion;
+    if (resourceVersion !== undefined) ds.metadata = Object.assign(ds.metadata ?? {}, { resourceVersion });
+  }
+  return ds;
+}
+
+async function readRows(kc: KubeConfig): Promise<NodeRow[]> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const nodes = (await core.listNode({ labelSelector: 'driver-rollout.demo/gpu=true' })).items;
+  const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app.kubernetes.io/name=gpu-driver' })).items;
+  return nodes.map((n: V1Node) => {
+    const name = n.metadata?.name ?? '';
+    const labels = n.metadata?.labels ?? {};
+    const stateLabel = labels[KEYS.upgradeState] ?? 'unknown';
+    const pod = pods.find((p) => p.spec?.nodeName === name && p.metadata?.deletionTimestamp === undefined);
+    return {
+      name,
+      pool: labels.pool ?? '-',
+      state: isUpgradeState(stateLabel) ? stateLabel : 'unknown',
+      cordoned: n.spec?.unschedulable === true,
+      driverVersion: labels[KEYS.driverVersion],
+      driverReady: pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+      reason: n.metadata?.annotations?.[KEYS.upgradeReason],
+    };
+  });
+}
+
+/** Prints the table on every change until every node runs `version`, checking pool limits each time. */
+async function watchPhase(kc: KubeConfig, title: string, version: string, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  let last = '';
+  const peak = new Map<string, number>();
+  for (;;) {
+    const rows = await readRows(kc);
+    for (const [pool, n] of unavailableByPool(rows)) {
+      peak.set(pool, Math.max(peak.get(pool) ?? 0, n));
+      const limit = POOLS[pool as keyof typeof POOLS].maxUnavailable;
+      if (n > limit) throw new Error(`limit broken: ${n} nodes of pool ${pool} out of service, maxUnavailable ${limit}`);
+    }
+    const table = renderProgress(rows, (Date.now() - started) / 1000, title);
+    const body = table.split('\n').slice(1).join('\n');
+    if (body !== last) {
+      process.stdout.write(`${table}\n`);
+      last = body;
+    }
+    const done = rows.every((r) => r.state === 'upgrade-done' && r.driverVersion === version && r.driverReady && !r.cordoned);
+    if (done) break;
+    if (Date.now() - started > timeoutMs) throw new Error(`${title}: not done after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const peaks = [...peak].map(([pool, n]) => `pool ${pool}: at most ${n}/${POOLS[pool as keyof typeof POOLS].maxUnavailable} out of service`).join(', ');
+  say(`${title} complete in ${((Date.now() - started) / 1000).toFixed(1)} s; ${peaks}`);
+}
+
+await main();
