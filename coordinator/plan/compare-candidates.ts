@@ -8,24 +8,29 @@ export interface Candidate {
   readonly deviceIdle: boolean;
   /** The priority label's value, or null when the node has none or no label is configured. */
   readonly priority: string | null;
+  /** `priority` as a number when it is one (see `priorityNumber`), else null. */
+  readonly priorityNumber: number | null;
 }
 
 const NUMBER = /^-?\d+(\.\d+)?$/;
 
+/** Parsed once per candidate, not on every comparison. */
+export function priorityNumber(priority: string | null): number | null {
+  return priority !== null && NUMBER.test(priority) ? Number(priority) : null;
+}
+
 export function compareCandidates(a: Candidate, b: Candidate): number {
   if (a.deviceIdle !== b.deviceIdle) return a.deviceIdle ? -1 : 1;
-  const byPriority = comparePriority(a.priority, b.priority);
+  const byPriority = comparePriority(a, b);
   if (byPriority !== 0) return byPriority;
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
-function comparePriority(a: string | null, b: string | null): number {
-  if (a === b) return 0;
-  if (a === null) return 1;
-  if (b === null) return -1;
-  const an = NUMBER.test(a);
-  const bn = NUMBER.test(b);
-  if (an && bn) return Number(a) - Number(b) || (a < b ? -1 : 1);
-  if (an !== bn) return an ? -1 : 1;
-  return a < b ? -1 : 1;
+function comparePriority(a: Candidate, b: Candidate): number {
+  if (a.priority === b.priority) return 0;
+  if (a.priority === null) return 1;
+  if (b.priority === null) return -1;
+  if (a.priorityNumber !== null && b.priorityNumber !== null) return a.priorityNumber - b.priorityNumber || (a.priority < b.priority ? -1 : 1);
+  if ((a.priorityNumber === null) !== (b.priorityNumber === null)) return a.priorityNumber !== null ? -1 : 1;
+  return a.priority < b.priority ? -1 : 1;
 }

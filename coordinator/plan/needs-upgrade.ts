@@ -41,13 +41,14 @@ export function timerKeyOf(state: string, keys: DriverKeys): string | null {
   }
 }
 
+const cycleKeys = new WeakMap<DriverKeys, readonly string[]>();
+
 /** Every per-cycle bookkeeping annotation, cleared when a cycle starts afresh or ends. */
 export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
-  return [
-    keys.waitForPodCompletionStartTime,
-    keys.podDeletionStartTime,
-    keys.drainStartTime,
-    keys.validationStartTime,
-    keys.upgradeStartTime,
-  ];
+  let list = cycleKeys.get(keys);
+  if (list === undefined) {
+    list = [keys.waitForPodCompletionStartTime, keys.podDeletionStartTime, keys.drainStartTime, keys.validationStartTime, keys.upgradeStartTime];
+    cycleKeys.set(keys, list);
+  }
+  return list;
 }

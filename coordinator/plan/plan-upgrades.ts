@@ -20,7 +20,7 @@ import type { UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import type { NodeAction, NodePlan, NodeReason, Plan } from './action.ts';
 import { assignPool } from './assign-pool.ts';
-import { compareCandidates } from './compare-candidates.ts';
+import { compareCandidates, priorityNumber } from './compare-candidates.ts';
 import { usesDevice } from './device-pods.ts';
 import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeyOf, cycleAnnotationKeys } from './needs-upgrade.ts';
@@ -136,12 +136,16 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): 
   const devicePods = ctx.policy.devicePods;
   const priorityLabel = ctx.policy.priorityLabel;
   const ordered = candidates
-    .map((record) => ({
-      record,
-      name: record.node.view.snapshot.name,
-      deviceIdle: !record.node.view.snapshot.pods.some((p) => usesDevice(p, devicePods)),
-      priority: priorityLabel === null ? null : (record.node.view.labels[priorityLabel] ?? null),
-    }))
+    .map((record) => {
+      const priority = priorityLabel === null ? null : (record.node.view.labels[priorityLabel] ?? null);
+      return {
+        record,
+        name: record.node.view.snapshot.name,
+        deviceIdle: !record.node.view.snapshot.pods.some((p) => usesDevice(p, devicePods)),
+        priority,
+        priorityNumber: priorityNumber(priority),
+      };
+    })
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;

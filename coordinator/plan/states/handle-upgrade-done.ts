@@ -10,9 +10,12 @@ import { advance, type StateHandler } from '../step.ts';
 export const handleUpgradeDone: StateHandler = (node, ctx) => {
   const keys = ctx.policy.keys;
   if (node.driver.pods.length > 0 && needsUpgrade(node, keys)) return advance('upgrade-required', true);
-  const name = node.view.snapshot.name;
-  const stale: NodeAction[] = [...cycleAnnotationKeys(keys), keys.initialStateUnschedulable]
-    .filter((key) => node.view.annotations[key] !== undefined)
-    .map((key) => ({ kind: 'removeAnnotation', node: name, key }));
+  const annotations = node.view.annotations;
+  const stale: NodeAction[] = [];
+  for (const key of cycleAnnotationKeys(keys)) if (annotations[key] !== undefined) stale.push({ kind: 'removeAnnotation', node: node.view.snapshot.name, key });
+  // After the cycle keys, as in uncordon-required (a crash in between must not forget an admin cordon).
+  if (annotations[keys.initialStateUnschedulable] !== undefined) {
+    stale.push({ kind: 'removeAnnotation', node: node.view.snapshot.name, key: keys.initialStateUnschedulable });
+  }
   return { kind: 'idle', actions: stale };
 };
