@@ -73,11 +73,14 @@ describe('state transitions with real objects', () => {
 
     // upgrade-requested forces a cycle (cordon, drain, uncordon) on a current node; the annotation is consumed.
     const states: string[] = [];
+    let reactedAt = 0;
     const watch = await world.watchNodes((all) => {
       const s = world.stateOf(all.get(plain ?? '') as V1Node);
       if (states.at(-1) !== s) states.push(s);
+      if (s === 'upgrade-required' && reactedAt === 0) reactedAt = Date.now();
       return undefined;
     });
+    const requestedAt = Date.now();
     await world.core.patchNode({ name: plain ?? '', body: { metadata: { annotations: { [world.keys.upgradeRequested]: 'true' } } } }, MERGE_PATCH);
     await waitUntil('a forced upgrade cycle', async () => {
       const n = node(await world.nodes(), plain ?? '');
@@ -86,6 +89,10 @@ describe('state transitions with real objects', () => {
     }, { timeoutMs: 30_000 });
     watch.stop();
     expect(states).toContain('upgrade-required');
+    // Event-driven: the annotation's watch event to the coordinator's label write, seen by our own watch.
+    const latencyMs = reactedAt - requestedAt;
+    process.stderr.write(`[coordinator] reacted to upgrade-requested in ${latencyMs} ms (round trip incl. two watches)\n`);
+    expect(latencyMs).toBeLessThan(1_000);
   });
 
   it('pauses with autoUpgrade false and resumes when it is set back', async () => {
