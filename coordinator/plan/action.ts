@@ -135,7 +135,10 @@ export interface NodeReason {
   readonly state: UpgradeState;
   readonly pool: string | null;
   readonly code: ReasonCode;
-  /** Stable text, written to the node's reason annotation (changes only when the situation does). */
+  /**
+   * Stable text (no elapsed time), written to the node's reason annotation and the status: it
+   * changes only when the situation does, so it causes no write per pass.
+   */
   readonly message: string;
   /** Live text with counts and elapsed time, e.g. "waiting for job pods: ns/a, ns/b (120s of 600s)", for status, logs and the CLI. */
   readonly detail: string;
@@ -194,7 +197,7 @@ export interface RolloutStatus {
   readonly states: Readonly<Record<UpgradeState, number>>;
   readonly pools: readonly PoolStatus[];
   readonly conditions: readonly RolloutCondition[];
-  /** Up to MAX_WAITING_IN_STATUS waiting nodes, node-specific reasons first, then by name. */
+  /** Up to MAX_WAITING_IN_STATUS waiting nodes with their stable reason message, node-specific reasons first, then by name. */
   readonly waiting: readonly { readonly node: string; readonly state: UpgradeState; readonly reason: string }[];
 }
 

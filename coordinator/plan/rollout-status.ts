@@ -102,7 +102,7 @@ function firstWaiting(records: readonly NodeRecord[]): RolloutStatus['waiting'] 
   const byName = (a: NodeRecord, b: NodeRecord): number => (a.node.view.snapshot.name < b.node.view.snapshot.name ? -1 : 1);
   return [...specific.sort(byName), ...wide.sort(byName)]
     .slice(0, MAX_WAITING_IN_STATUS)
-    .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.detail ?? '' }));
+    .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.message ?? '' }));
 }
 
 function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean }): RolloutCondition {

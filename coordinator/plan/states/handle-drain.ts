@@ -53,14 +53,14 @@ export const handleDrain: StateHandler = (node, ctx) => {
 
 function drainReason(refusals: readonly string[], blocks: readonly string[], pods: readonly PodSnapshot[], timeoutSeconds: number, progress: string): Reason {
   if (refusals.length > 0) {
-    return { code: 'drain-blocked', message: `drain blocked: ${refusals[0] ?? ''}`, detail: `drain blocked: ${refusals.join('; ')} ${progress}` };
+    return { code: 'drain-blocked', message: `drain blocked: ${refusals.join('; ')}`, detail: `drain blocked: ${refusals.join('; ')} ${progress}` };
   }
   if (blocks.length > 0) {
-    return { code: 'eviction-blocked', message: blocks[0] ?? '', detail: `${blocks.join('; ')} ${progress}` };
+    return { code: 'eviction-blocked', message: blocks.join('; '), detail: `${blocks.join('; ')} ${progress}` };
   }
   return {
     code: 'waiting-for-eviction',
-    message: `draining: waiting for evicted pods to leave, ${timeoutText(timeoutSeconds)}`,
+    message: `draining: waiting for ${listPods(pods)} to leave (${timeoutText(timeoutSeconds)})`,
     detail: `draining: waiting for ${listPods(pods)} to leave ${progress}`,
   };
 }

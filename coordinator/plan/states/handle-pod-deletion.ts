@@ -32,7 +32,7 @@ export const handlePodDeletion: StateHandler = (node, ctx) => {
   return wait(
     {
       code: 'waiting-for-pod-deletion',
-      message: `waiting for device pods to terminate, ${timeoutText(settings.timeoutSeconds)}`,
+      message: `waiting for device pods to terminate: ${listPods(devicePods)} (${timeoutText(settings.timeoutSeconds)})`,
       detail: `waiting for device pods to terminate: ${listPods(devicePods)} ${timer.progress}`,
     },
     [...timer.actions, ...deletes],

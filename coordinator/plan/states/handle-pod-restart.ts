@@ -24,7 +24,7 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
       pod: { namespace: p.namespace, name: p.name, uid: p.uid },
     }));
     return wait(
-      { code: 'waiting-for-driver-pod', message: 'restarting the out-of-date driver pod', detail: `deleting out-of-date driver pod ${listPods(driver.outOfDate)}` },
+      { code: 'waiting-for-driver-pod', message: `restarting out-of-date driver pod ${listPods(driver.outOfDate)}`, detail: `deleting out-of-date driver pod ${listPods(driver.outOfDate)}` },
       deletes,
     );
   }
@@ -47,7 +47,7 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
   return wait(
     {
       code: 'waiting-for-driver-pod',
-      message: 'waiting for the driver pod to become Ready',
+      message: `waiting for driver pod ${listPods(driver.pods)} to become Ready`,
       detail: `waiting for driver pod ${listPods(driver.pods)} to become Ready (${driver.restartCount} restarts)`,
     },
     actions,

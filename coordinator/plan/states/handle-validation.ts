@@ -27,7 +27,7 @@ export const handleValidation: StateHandler = (node, ctx) => {
   return wait(
     {
       code: 'waiting-for-validation',
-      message: `waiting for validator pods (${podSelector.text}) to be Ready, ${timeoutText(timeoutSeconds)}`,
+      message: `${missing} (${timeoutText(timeoutSeconds)})`,
       detail: `${missing} ${timer.progress}`,
     },
     timer.actions,

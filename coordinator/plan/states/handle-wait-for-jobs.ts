@@ -18,7 +18,7 @@ export const handleWaitForJobs: StateHandler = (node, ctx) => {
   return wait(
     {
       code: 'waiting-for-jobs',
-      message: `waiting for job pods (${podSelector.text}) to complete, ${timeoutText(timeoutSeconds)}`,
+      message: `waiting for job pods: ${listPods(jobs)} (${timeoutText(timeoutSeconds)})`,
       detail: `waiting for job pods: ${listPods(jobs)} ${timer.progress}`,
     },
     timer.actions,

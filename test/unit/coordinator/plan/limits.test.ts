@@ -2,7 +2,8 @@
  * Slots, pools, the failure budget, start order, and the status a pass reports.
  */
 import { describe, expect, it } from 'vitest';
-import { KEYS, aCluster, aNode, aPod, aPolicy, planAt, reasonOf, statesOf, type NodeBuilder } from './fixtures.ts';
+import { applyActions } from '../../../../coordinator/plan/apply-actions.ts';
+import { KEYS, NOW, aCluster, aNode, aPod, aPolicy, planAt, reasonOf, statesOf, type NodeBuilder } from './fixtures.ts';
 
 const started = (plan: ReturnType<typeof planAt>): string[] =>
   plan.nodePlans.filter((p) => p.actions.some((a) => a.kind === 'setState' && a.to === 'cordon-required')).map((p) => p.node);
@@ -191,6 +192,23 @@ describe('reasons and status', () => {
       ['Halted', 'False'],
       ['InvalidSpec', 'False'],
     ]);
+  });
+
+  it('is stable while nothing changes but the clock: same status, no writes (no write loop through the status)', () => {
+    const policy = aPolicy({ maxParallelUpgrades: 1, drain: { enable: true }, waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 600 } });
+    const first = aCluster([
+      aNode('jobs').inState('wait-for-jobs-required').cordoned().outdated().with(aPod('t').labelled({ app: 'train' })),
+      aNode('drain').inState('drain-required').cordoned().outdated().with(aPod('w').terminating()),
+      aNode('queued').inState('upgrade-required').outdated(),
+    ]);
+    const settled = applyActions(first, planAt(first, policy).nodePlans.flatMap((p) => p.actions));
+    const a = planAt(settled, policy, NOW + 1_000);
+    const b = planAt(settled, policy, NOW + 31_000);
+    expect(a.nodePlans).toEqual([]);
+    expect(b.nodePlans).toEqual([]);
+    expect(b.status).toEqual(a.status);
+    expect(reasonOf(b, 'jobs')?.detail).toMatch(/\(31s of 600s\)$/);
+    expect(a.status.waiting.find((w) => w.node === 'jobs')?.reason).toBe('waiting for job pods: work/t (timeout 600s)');
   });
 
   it('Complete when every node is upgrade-done', () => {
