@@ -148,7 +148,8 @@ async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<
       await report({ phase: 'NoDevice', reason: 'NoDevice', message: `no ${deps.driver} device on this node`, deviceCount: 0 });
       return { kind: 'no-device' };
     }
-    log.info({ kernel, devices: detection.devices.map(describeDevice) }, `${deviceCount} device(s) to serve`);
+    const { distro, distroRelease } = detection.host;
+    log.info({ kernel, distro, distroRelease, devices: detection.devices.map(describeDevice) }, `${deviceCount} device(s) to serve`);
 
     step = 'build';
     await report({ phase: 'Building', reason: 'Building', message: `building the ${deps.driver} driver for kernel ${kernel}`, deviceCount });

@@ -42,8 +42,9 @@ export interface StateReporter {
 
 /**
  * One state, many views, and they never disagree about readiness in the unsafe direction:
- * becoming ready writes the ready file before /readyz says 200; becoming not ready makes
- * /readyz say 503 before the file is removed. The pod condition and node labels follow through
+ * becoming ready writes the ready file before /readyz says 200 and before the condition and
+ * labels are sent; becoming not ready makes /readyz say 503 and sends the condition before the
+ * file is removed. The pod condition and node labels follow through
  * latest-wins writers, so a slow or unreachable API server never blocks the flow or SIGTERM.
  */
 export function createStateReporter(options: StateReporterOptions): StateReporter {
@@ -91,8 +92,14 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
       if (!isReady(state)) current = state;
       const done = local.then(() => applyLocally(seq, state));
       local = done.catch((error: unknown) => { log.error({ err: error }, 'cannot update the ready file'); });
-      condition?.set(state);
-      labels?.set(nodeLabelsFor(options.keys, state));
+      const publish = () => {
+        condition?.set(state);
+        labels?.set(nodeLabelsFor(options.keys, state));
+      };
+      // Readiness is withdrawn everywhere at once, but granted to the API only after the local
+      // views show it, and only if no newer state was reported meanwhile.
+      if (isReady(state)) void done.then(() => { if (seq === latest) publish(); }, () => undefined);
+      else publish();
       recordEventFor(previous, state);
       return done;
     },

@@ -109,6 +109,34 @@ describe('createStateReporter with the status server', () => {
     expect(metrics).toContain('driver_rollout_agent_devices{driver="drsample"} 2');
   });
 
+  it('sends a ready condition only once the ready file exists', async () => {
+    const fileWhenSent: boolean[] = [];
+    const r = await aReporter({
+      writePodCondition: async (s) => {
+        if (s.phase === 'Loaded') fileWhenSent.push(await r.fileExists());
+      },
+    });
+    await r.reporter.report(loaded);
+    expect(await r.reporter.flush(1000)).toBe(true);
+    expect(fileWhenSent).toEqual([true]);
+  });
+
+  it('Loaded then Stopping back to back: the last condition the API gets is Stopping', async () => {
+    const sent: string[] = [];
+    const r = await aReporter({
+      writePodCondition: (s) => {
+        sent.push(s.phase);
+        return Promise.resolve();
+      },
+    });
+    void r.reporter.report(loaded);
+    await r.reporter.report(stopping);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await r.reporter.flush(1000)).toBe(true);
+    expect(sent.at(-1)).toBe('Stopping');
+    expect(await r.readyz()).toBe(503);
+  });
+
   it('an unreachable API server neither blocks reporting nor the local views', async () => {
     const r = await aReporter({ writePodCondition: () => Promise.reject(new Error('connection refused')) });
     await r.reporter.report(loaded);
