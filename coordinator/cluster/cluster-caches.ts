@@ -52,6 +52,15 @@ export interface ClusterCacheOptions {
 const controllerUid = (o: KubernetesObject): string | undefined =>
   o.metadata?.ownerReferences?.find((r) => r.controller === true)?.uid;
 
+/** The pod indexes every pod cache keeps (the informer's, and InMemoryCache in tests). */
+export const POD_INDEXES: Readonly<Record<string, (p: V1Pod) => string | undefined>> = {
+  [BY_NODE]: (p) => p.spec?.nodeName,
+  [BY_CONTROLLER]: controllerUid,
+};
+export const REVISION_INDEXES: Readonly<Record<string, (r: V1ControllerRevision) => string | undefined>> = {
+  [BY_CONTROLLER]: controllerUid,
+};
+
 /**
  * Starts one informer per kind (per namespace for the namespaced kinds when namespaces are
  * given). Pods are indexed by node once, in the informer handlers, so a snapshot never scans
@@ -91,10 +100,7 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
 
   const caches = {
     nodes: start<V1Node>('nodes', '/api/v1/nodes', () => core.listNode()),
-    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), {
-      [BY_NODE]: (p) => p.spec?.nodeName,
-      [BY_CONTROLLER]: controllerUid,
-    }),
+    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), POD_INDEXES),
     daemonSets: perNamespace<V1DaemonSet>(
       'daemonsets',
       '/apis/apps/v1/{ns}/daemonsets',
@@ -106,7 +112,7 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
       '/apis/apps/v1/{ns}/controllerrevisions',
       () => apps.listControllerRevisionForAllNamespaces(),
       (namespace) => apps.listNamespacedControllerRevision({ namespace }),
-      { [BY_CONTROLLER]: controllerUid },
+      REVISION_INDEXES,
     ),
     pdbs: start<V1PodDisruptionBudget>('poddisruptionbudgets', '/apis/policy/v1/poddisruptionbudgets', () =>
       policy.listPodDisruptionBudgetForAllNamespaces(),

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { buildSnapshot, freshest } from '../../../../coordinator/cluster/build-snapshot.ts';
+import { parseDriverRolloutSpec, type DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
+import { aDaemonSet, aDriverPod, aNode, aPdb, aPod, aRevision, cachesOf } from './fixtures.ts';
+
+const parsed = parseDriverRolloutSpec({ driverName: 'gpu', selector: { matchLabels: { app: 'nvidia-driver' } } });
+if (!parsed.ok) throw new Error('fixture policy is invalid');
+const policy: DriverRolloutPolicy = parsed.policy;
+const keys = policy.keys;
+const rollout = { namespace: 'gpu-operator', name: 'gpu', generation: 3 };
+
+const driver = aDaemonSet('gpu-operator', 'driver', { app: 'nvidia-driver' });
+const otherNamespace = aDaemonSet('elsewhere', 'driver', { app: 'nvidia-driver' });
+const otherSelector = aDaemonSet('gpu-operator', 'toolkit', { app: 'toolkit' });
+
+function world() {
+  return cachesOf({
+    nodes: [
+      aNode('gpu-1'),
+      aNode('gpu-2', { unschedulable: true }),
+      aNode('left-over', { labels: { [keys.upgradeState]: 'upgrade-failed' } }),
+      aNode('fresh', { annotations: { [keys.waitForSafeLoad]: 'true' } }),
+      aNode('cpu-only'),
+      aNode('unknown-label', { labels: { [keys.upgradeState]: 'unknown' } }),
+    ],
+    daemonSets: [driver, otherNamespace, otherSelector],
+    revisions: [aRevision(driver, 1, 'old'), aRevision(driver, 3, 'new'), aRevision(driver, 2, 'middle')],
+    pods: [
+      aDriverPod(driver, 'gpu-1', 'old'),
+      aDriverPod(driver, 'gpu-2', 'new', { restarts: 4, ready: false }),
+      aDriverPod(otherNamespace, 'cpu-only', 'x'),
+      aDriverPod(otherSelector, 'gpu-1', 'y'),
+      aPod('ml', 'trainer', 'gpu-1', { owner: { kind: 'Job', uid: 'job-1' }, requests: { 'nvidia.com/gpu': '1' }, emptyDir: true, labels: { team: 'a' } }),
+      aPod('kube-system', 'static', 'gpu-1', { mirror: true }),
+      aPod('ml', 'leaving', 'gpu-2', { deleting: true }),
+    ],
+    pdbs: [aPdb('ml', 'trainers', { team: 'a' }, 0), aPdb('ml', 'nothing', undefined, 1)],
+  });
+}
+
+const empty = { writtenNodes: new Map(), evictionBlocked: new Map() };
+
+describe('buildSnapshot', () => {
+  it('manages nodes running a selected DaemonSet’s pod, plus nodes still carrying the state label or safe-load annotation', () => {
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
+    expect(snapshot.nodes.map((n) => n.name)).toEqual(['fresh', 'gpu-1', 'gpu-2', 'left-over']);
+    expect(snapshot.rollout).toBe(rollout);
+  });
+
+  it('takes the newest ControllerRevision (highest revision) as the DaemonSet’s current hash', () => {
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
+    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new' }]);
+  });
+
+  it('separates the driver pods from every other pod on the node, converted to plain data', () => {
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
+    const gpu1 = snapshot.nodes.find((n) => n.name === 'gpu-1');
+    const gpu2 = snapshot.nodes.find((n) => n.name === 'gpu-2');
+    expect(gpu1?.driverPods).toEqual([
+      { namespace: 'gpu-operator', name: 'driver-gpu-1', uid: 'pod-gpu-operator-driver-gpu-1', daemonSet: 'driver', revisionHash: 'old', phase: 'Running', ready: true, restartCount: 0, deleting: false },
+    ]);
+    expect(gpu2?.driverPods[0]).toMatchObject({ revisionHash: 'new', ready: false, restartCount: 4 });
+    expect(gpu2).toMatchObject({ unschedulable: true, ready: true });
+    // The toolkit pod belongs to a DaemonSet the selector does not pick: an ordinary pod here.
+    expect(gpu1?.pods.map((p) => `${p.namespace}/${p.name}`).sort()).toEqual(['gpu-operator/toolkit-gpu-1', 'kube-system/static', 'ml/trainer']);
+    expect(gpu1?.pods.find((p) => p.name === 'trainer')).toEqual({
+      namespace: 'ml', name: 'trainer', uid: 'pod-ml-trainer', labels: { team: 'a' }, phase: 'Running', ready: true, deleting: false,
+      controllerKind: 'Job', mirror: false, usesEmptyDir: true, resourceNames: ['nvidia.com/gpu'],
+    });
+    expect(gpu1?.pods.find((p) => p.name === 'static')).toMatchObject({ mirror: true, controllerKind: null });
+    expect(gpu2?.pods).toEqual([expect.objectContaining({ name: 'leaving', deleting: true })]);
+  });
+
+  it('converts PodDisruptionBudgets, a missing selector selecting nothing', () => {
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
+    expect(snapshot.pdbs).toEqual([
+      { namespace: 'ml', name: 'trainers', selector: { requirements: [{ key: 'team', operator: 'In', values: ['a'] }], text: 'team=a' }, disruptionsAllowed: 0 },
+      { namespace: 'ml', name: 'nothing', selector: null, disruptionsAllowed: 1 },
+    ]);
+  });
+
+  it('reports refused evictions back on the pod', () => {
+    const blocked = new Map([['pod-ml-trainer', { at: 5, message: 'PDB ml/trainers' }]]);
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), writtenNodes: new Map(), evictionBlocked: blocked });
+    const trainer = snapshot.nodes.find((n) => n.name === 'gpu-1')?.pods.find((p) => p.name === 'trainer');
+    expect(trainer?.evictionBlocked).toEqual({ at: 5, message: 'PDB ml/trainers' });
+  });
+
+  it('sees its own writes before the cache does (read-your-writes), never an older copy', () => {
+    const newer = aNode('gpu-1', { rv: '11', labels: { [keys.upgradeState]: 'cordon-required' } });
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), writtenNodes: new Map([['gpu-1', newer]]), evictionBlocked: new Map() });
+    expect(snapshot.nodes.find((n) => n.name === 'gpu-1')?.labels[keys.upgradeState]).toBe('cordon-required');
+  });
+
+  it.each([
+    { name: 'the written copy when newer', cached: '10', written: '11', expected: 'written' },
+    { name: 'the cache when it caught up', cached: '11', written: '11', expected: 'cached' },
+    { name: 'the cache when newer', cached: '12', written: '11', expected: 'cached' },
+    { name: 'the cache when a version is not a number', cached: 'abc', written: '11', expected: 'cached' },
+  ])('freshest picks $name', ({ cached, written, expected }) => {
+    const c = aNode('n', { rv: cached });
+    const w = aNode('n', { rv: written });
+    expect(freshest(c, w)).toBe(expected === 'cached' ? c : w);
+  });
+
+  it('converts an unchanged object once, however many passes read it', () => {
+    const caches = world();
+    const first = buildSnapshot(rollout, policy, { caches, ...empty });
+    const second = buildSnapshot(rollout, policy, { caches, ...empty });
+    const a = first.nodes.find((n) => n.name === 'gpu-1');
+    const b = second.nodes.find((n) => n.name === 'gpu-1');
+    expect(b?.pods[0]).toBe(a?.pods[0]);
+    expect(b?.driverPods[0]).toBe(a?.driverPods[0]);
+  });
+});
