@@ -174,8 +174,11 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
   const name = node.view.snapshot.name;
   const a = node.view.annotations;
   const actions: NodeAction[] = [];
+  // Step timers left by an earlier attempt (a crash between two writes) must not shorten this one.
+  for (const key of cycleAnnotationKeys(keys)) {
+    if (key !== keys.upgradeStartTime && a[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
+  }
   if (!isInUpgradeCycle(a, keys)) {
-    for (const key of cycleAnnotationKeys(keys)) if (a[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
     if (isCordonedByAdmin(node.view.unschedulable, otherDriverHolds(node.view.labels, a, keys))) {
       actions.push({ kind: 'setAnnotation', node: name, key: keys.initialStateUnschedulable, value: 'true' });
     }

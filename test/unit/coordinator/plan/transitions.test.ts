@@ -607,6 +607,19 @@ const cases: Record<string, readonly Case[]> = {
       reason: 'upgrade-failed',
     },
     {
+      name: 'a retry does not inherit step timers an earlier attempt left behind',
+      node: aNode('n1')
+        .inState('upgrade-required')
+        .outdated()
+        .cordoned()
+        .annotated({ [KEYS.upgradeStartTime]: secondsAgo(3600), [KEYS.drainStartTime]: secondsAgo(3000), [KEYS.validationStartTime]: secondsAgo(3000) })
+        .with(aPod('web')),
+      policy: DRAIN,
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'evictPod:work/web'],
+      reason: 'waiting-for-eviction',
+      annotations: { [KEYS.drainStartTime]: secondsAgo(0), [KEYS.validationStartTime]: null },
+    },
+    {
       name: 'upgrade-requested annotation → retried',
       node: aNode('n1').inState('upgrade-failed').cordoned().outdated().annotated({ [KEYS.upgradeRequested]: 'true', [KEYS.upgradeStartTime]: secondsAgo(900) }),
       effects: ['state:upgrade-required', 'state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
