@@ -147,12 +147,15 @@ export class SimulatedKernel implements KernelPort {
     await this.#persist();
   }
 
-  /** A process opens the module's device: refcnt goes up with no holder to explain it. */
+  /**
+   * A process opens the module's device: refcnt goes up with no holder to explain it. With the
+   * module unloaded the device node is gone (ENOENT), as devtmpfs removes it on misc_deregister.
+   */
   async openDevice(module: string): Promise<{ close(): Promise<void> }> {
     await this.#restore();
     const name = sysfsModuleName(module);
     const live = this.#live.get(name);
-    if (live === undefined) throw new KernelCommandError({ command: `open /dev/${name}`, exitCode: undefined, stderr: 'No such device (ENODEV)' });
+    if (live === undefined) throw new KernelCommandError({ command: `open /dev/${name}`, exitCode: undefined, stderr: 'No such file or directory (ENOENT)' });
     live.userReferences++;
     await this.#writeSysfs(name);
     let closed = false;
