@@ -1,13 +1,17 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../agent/kernel/modprobe-config.ts';
-import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
-import type { ScenarioStep, StepReport } from './guest/run-scenario.ts';
+import { SimulatedKernel } from '../../agent/kernel/simulated-kernel.ts';
+import { buildSampleDriver, silentLogger } from '../unit/agent/build/sample-driver.ts';
+import { runScenario, type ScenarioStep, type StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
 import { GUEST_NODE_COMPILE_CACHE, runGuestScenario } from './harness/run-guest-scenario.ts';
+import { simulatedWorld } from './harness/simulated-world.ts';
 
 /*
  * The agent's reloadDriver with its REAL kernel adapter (modprobe, rmmod, depmod, /sys/module)
@@ -61,7 +65,7 @@ function reload(built: BuiltDriver, tree: ModuleTree, parameters: ModuleParamete
 }
 
 /** Runs the steps in the guest; a reload error other than `expectedErrors` fails with the agent's log. */
-async function runScenario(name: string, steps: readonly ScenarioStep[], expectedErrors: readonly string[] = []): Promise<readonly StepReport[]> {
+async function runInGuest(name: string, steps: readonly ScenarioStep[], expectedErrors: readonly string[] = []): Promise<readonly StepReport[]> {
   const report = await runGuestScenario(guest, { steps, watch: [CORE, NET] });
   const failedReload = report.steps.find((s) => s.error !== undefined && !expectedErrors.includes(s.error.name));
   if (failedReload?.error !== undefined) {
@@ -90,6 +94,20 @@ function loadedSrcversions(s: StepReport): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(s.after).map(([name, m]) => [name, m?.srcversion]));
 }
 
+/** What both kernels must agree on: the agent's outcome or error, and /sys/module afterwards. */
+function comparable(s: StepReport): unknown {
+  return {
+    kind: s.kind,
+    outcome: s.result === undefined ? undefined : { outcome: s.result.outcome, reason: s.result.reason, unloaded: s.result.unloaded },
+    loadOrder: s.result?.loadOrder.map((l) => `${l.module} ${l.options}`),
+    error: s.error === undefined ? undefined : `${s.error.name}: ${s.error.message}`,
+    openError: s.openError,
+    after: Object.fromEntries(
+      Object.entries(s.after).map(([name, m]) => [name, m === null ? null : { refcnt: m.refcnt, holders: m.holders, srcversion: m.srcversion, version: m.version, parameters: m.parameters }]),
+    ),
+  };
+}
+
 function describeBuild(built: BuiltDriver): string {
   return built.cacheHit ? 'from the module cache' : `compiled in ${built.durationMs} ms`;
 }
@@ -98,7 +116,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
   it('loads the two-module driver fresh through depmod and modprobe, with parameters from config', async () => {
     const tree = freshTree();
     const greeting = 'hello from the config';
-    const steps = await runScenario('fresh load', [
+    const steps = await runInGuest('fresh load', [
       reload(v1, tree, { [CORE]: { greeting } }),
       { kind: 'open-device', device: DEVICE },
     ]);
@@ -118,7 +136,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
 
   it('upgrades version 1 to version 2, unloading holders first, and version 2 is what runs', async () => {
     const tree = freshTree();
-    const steps = await runScenario('upgrade', [reload(v1, tree), reload(v2, tree)]);
+    const steps = await runInGuest('upgrade', [reload(v1, tree), reload(v2, tree)]);
     expect(srcversions(v2)).not.toEqual(srcversions(v1));
     expect(loadedSrcversions(step(steps, 0))).toEqual(srcversions(v1));
     const upgrade = step(steps, 1);
@@ -131,7 +149,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
 
   it('refuses while a process holds the device open, changes nothing, and succeeds once it exits', async () => {
     const tree = freshTree();
-    const steps = await runScenario('driver in use', [
+    const steps = await runInGuest('driver in use', [
       reload(v1, tree),
       { kind: 'hold-device', device: DEVICE },
       { ...reload(v2, tree), deviceUsers: { devicePrefixes: [DEVICE] } },
@@ -178,7 +196,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
 
   it('takes the srcversion fast path when the same version is loaded: no unload, no load', async () => {
     const tree = freshTree();
-    const steps = await runScenario('fast path', [
+    const steps = await runInGuest('fast path', [
       reload(v1, tree, { [CORE]: { greeting: 'first' } }),
       reload(v1, tree, { [CORE]: { greeting: 'first' } }),
       reload(v1, tree, { [CORE]: { greeting: 'second' } }),
@@ -199,7 +217,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
   // ignored") and modprobe exits 0: only the agent can catch a misspelt option, before it unloads.
   it('refuses a parameter the module does not declare before unloading anything', async () => {
     const tree = freshTree();
-    const steps = await runScenario(
+    const steps = await runInGuest(
       'undeclared parameter',
       [reload(v1, tree, { [CORE]: { greeting: 'configured' } }), reload(v2, tree, { [CORE]: { greting: 'misspelt' } })],
       ['ConfigError'],
@@ -212,10 +230,43 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(refused.after[CORE]?.parameters).toEqual({ greeting: 'configured' });
   });
 
+  // The unit and integration tests, and the demo, run the agent on the simulated kernel; it is
+  // only worth what it shares with the real one. The same steps on both must read the same.
+  it('the simulated kernel agrees with the real one, step by step', async () => {
+    const steps = (tree: ModuleTree): ScenarioStep[] => [
+      reload(v1, tree, { [CORE]: { greeting: 'one' } }),
+      reload(v1, tree, { [CORE]: { greeting: 'one' } }),
+      reload(v2, tree, { [CORE]: { greeting: 'two words' } }),
+      { kind: 'unload-module', module: CORE },
+      { kind: 'hold-device', device: DEVICE },
+      { kind: 'unload-module', module: NET },
+      { kind: 'unload-module', module: CORE },
+      reload(v1, tree),
+      { kind: 'release-device' },
+      reload(v1, tree, { [CORE]: { greting: 'misspelt' } }),
+      { kind: 'unload-module', module: CORE },
+      { kind: 'open-device', device: DEVICE },
+      { kind: 'unload-module', module: NET },
+    ];
+    const real = await runInGuest('simulated vs real', steps(freshTree()), ['ModuleBusyError', 'DriverInUseError', 'ConfigError', 'KernelCommandError']);
+
+    const hostDir = await mkdtemp(join(tmpdir(), 'kernel-test-simulated-'));
+    try {
+      const sysModuleDir = join(hostDir, 'sys', 'module');
+      const kernel = new SimulatedKernel({ sysModuleDir, runningKernelVersion: guest.kernel.version });
+      const tree = { root: join(hostDir, 'root'), kernelVersion: guest.kernel.version, configDir: join(hostDir, 'modprobe.d') };
+      const world = simulatedWorld(kernel, sysModuleDir, () => CORE);
+      const simulated = await runScenario(world, { steps: steps(tree), watch: [CORE, NET] }, silentLogger());
+      expect(simulated.steps.map(comparable)).toEqual(real.map(comparable));
+    } finally {
+      await rm(hostDir, { recursive: true, force: true });
+    }
+  });
+
   it("ends a load the kernel rejects in modprobe's own reason, with nothing left half-loaded", async () => {
     const tree = freshTree();
     // A charp parameter longer than 1024 bytes: the kernel's param_set_charp fails the init_module call (ENOSPC).
-    const steps = await runScenario('kernel rejects the load', [reload(v1, tree, { [CORE]: { greeting: 'x'.repeat(1025) } })], ['KernelCommandError']);
+    const steps = await runInGuest('kernel rejects the load', [reload(v1, tree, { [CORE]: { greeting: 'x'.repeat(1025) } })], ['KernelCommandError']);
     const rejected = step(steps, 0);
     expect(rejected.error?.name).toBe('KernelCommandError');
     expect(rejected.error?.message).toMatch(/^modprobe .*drsample_(core|net) failed \(exit 1\): modprobe: ERROR: could not insert 'drsample_core': No space left on device/);

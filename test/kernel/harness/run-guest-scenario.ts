@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Scenario, ScenarioOutcome, ScenarioReport } from '../guest/run-scenario.ts';
+import type { Scenario, ScenarioOutcome, ScenarioReport } from '../guest/scenario.ts';
 import type { Guest } from './boot-guest.ts';
 import { defaultCacheDir } from './build-initramfs.ts';
 import { isReadable } from './is-readable.ts';

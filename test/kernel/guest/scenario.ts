@@ -1,0 +1,139 @@
+import type { Logger } from 'pino';
+import type { KernelPort, ModuleTree } from '../../../agent/kernel/kernel-port.ts';
+import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
+import { reloadDriver, type DriverToLoad, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
+import type { DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
+import { DriverRolloutError } from '../../../shared/errors.ts';
+import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
+
+/**
+ * Kernel-test scenarios as data: steps the agent (reloadDriver) and a workload take, run against
+ * a world: the real kernel in the guest (run-scenario.ts) or the simulated one on the host.
+ */
+export type ScenarioStep =
+  /** The agent makes the kernel run `built` (reloadDriver). */
+  | {
+      readonly kind: 'reload';
+      readonly built: DriverToLoad;
+      readonly tree: ModuleTree;
+      readonly parameters: ModuleParameters;
+      /** Device files whose holders a refusal should name (the agent's opt-in /proc scan). */
+      readonly deviceUsers?: DeviceUserLookup;
+    }
+  /** A workload starts with the device open and keeps it open. */
+  | { readonly kind: 'hold-device'; readonly device: string }
+  /** That workload ends. */
+  | { readonly kind: 'release-device' }
+  /** Opens and closes the device: does the loaded driver still serve it? */
+  | { readonly kind: 'open-device'; readonly device: string }
+  /** The adapter's unload (rmmod) of one module, bypassing reloadDriver's own in-use check. */
+  | { readonly kind: 'unload-module'; readonly module: string };
+
+export interface Scenario {
+  readonly steps: readonly ScenarioStep[];
+  /** Modules whose /sys/module entry is reported after every step. */
+  readonly watch: readonly string[];
+}
+
+export interface StepReport {
+  readonly kind: ScenarioStep['kind'];
+  readonly durationMs: number;
+  readonly result?: ReloadResult;
+  readonly error?: { readonly name: string; readonly message: string; readonly fields: Readonly<Record<string, unknown>> };
+  /** For hold-device: the pid of the process holding the device, when the workload is a process. */
+  readonly holderPid?: number;
+  /** For open-device: the errno code when the open failed. */
+  readonly openError?: string;
+  /** /sys/module/<m> of the watched modules after the step, read by the scenario, not the agent. */
+  readonly after: Readonly<Record<string, LoadedModule | null>>;
+  /** Kernel log lines written during the step (module init/exit messages), in the kernel's order. */
+  readonly kernelLog: readonly string[];
+}
+
+export interface ScenarioReport {
+  readonly steps: readonly StepReport[];
+}
+
+/** What the guest's scenario server writes back for one scenario. */
+export type ScenarioOutcome = { readonly report: ScenarioReport } | { readonly failure: string };
+
+/** What a scenario acts on. */
+export interface ScenarioWorld {
+  readonly kernel: KernelPort;
+  /** Where the kernel shows loaded modules (/sys/module, or the simulated kernel's tree). */
+  readonly sysModuleDir: string;
+  /** A workload opens the device and keeps it open; its pid when it is a process. */
+  holdDevice(device: string): Promise<number | undefined>;
+  /** Ends every workload started by holdDevice; resolves once their references are gone. */
+  releaseDevices(): Promise<void>;
+  /** The errno code when opening the device fails. */
+  openDevice(device: string): Promise<string | undefined>;
+  clearKernelLog(): Promise<void>;
+  readKernelLog(): Promise<string[]>;
+}
+
+export async function runScenario(world: ScenarioWorld, scenario: Scenario, logger: Logger): Promise<ScenarioReport> {
+  const reports: StepReport[] = [];
+  try {
+    for (const step of scenario.steps) {
+      // The kernel log is the kernel's own account of what was loaded and unloaded, in order.
+      await world.clearKernelLog();
+      const started = performance.now();
+      const outcome = await runStep(world, step, logger);
+      const durationMs = Math.round(performance.now() - started);
+      reports.push({ kind: step.kind, durationMs, ...outcome, after: await snapshot(world.sysModuleDir, scenario.watch), kernelLog: await world.readKernelLog() });
+    }
+  } finally {
+    await world.releaseDevices();
+  }
+  return { steps: reports };
+}
+
+type StepOutcome = Pick<StepReport, 'result' | 'error' | 'holderPid' | 'openError'>;
+
+async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger): Promise<StepOutcome> {
+  switch (step.kind) {
+    case 'reload': {
+      let result: ReloadResult | undefined;
+      const failure = await reportError(async () => {
+        result = await reloadDriver(world.kernel, step.built, {
+          tree: step.tree,
+          parameters: step.parameters,
+          logger,
+          ...(step.deviceUsers === undefined ? {} : { deviceUsers: step.deviceUsers }),
+        });
+      });
+      return result === undefined ? failure : { result };
+    }
+    case 'hold-device': {
+      const pid = await world.holdDevice(step.device);
+      return pid === undefined ? {} : { holderPid: pid };
+    }
+    case 'release-device':
+      await world.releaseDevices();
+      return {};
+    case 'open-device': {
+      const openError = await world.openDevice(step.device);
+      return openError === undefined ? {} : { openError };
+    }
+    case 'unload-module':
+      return reportError(() => world.kernel.unload(step.module));
+  }
+}
+
+/** Errors of the agent are results here: their class, message and structured fields. */
+async function reportError(action: () => Promise<void>): Promise<Pick<StepReport, 'error'>> {
+  try {
+    await action();
+    return {};
+  } catch (thrown) {
+    if (!(thrown instanceof Error)) throw thrown;
+    return { error: { name: thrown.name, message: thrown.message, fields: thrown instanceof DriverRolloutError ? thrown.fields : {} } };
+  }
+}
+
+async function snapshot(sysModuleDir: string, modules: readonly string[]): Promise<Record<string, LoadedModule | null>> {
+  const out: Record<string, LoadedModule | null> = {};
+  for (const m of modules) out[m] = (await readLoadedModule(sysModuleDir, m)) ?? null;
+  return out;
+}
