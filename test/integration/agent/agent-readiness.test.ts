@@ -206,8 +206,12 @@ describe('agent with the simulated kernel against the real API server', () => {
     expect(await agent.process.exited).toBe(0);
   });
 
-  it('a second start hits the module cache and the simulated kernel loads it again', async () => {
-    const agent = await startAgent('driver-cached');
+  it('a restarted agent takes the modules from the cache instead of compiling', async () => {
+    const first = await startAgent('driver-cache-1');
+    await waitForReason(first.pod, 'Loaded');
+    first.process.signal('SIGTERM');
+    expect(await first.process.exited).toBe(0);
+    const agent = await startAgent('driver-cache-2');
     await waitForReason(agent.pod, 'Loaded');
     const metrics = await (await fetch(`${agent.base}/metrics`)).text();
     expect(metrics).toContain('driver_rollout_agent_build_duration_seconds_count{driver="drsample",result="cached"} 1');
