@@ -48,6 +48,7 @@ export class InMemoryClusterWriter implements ClusterWriter {
         else into[k] = v;
       }
     }
+    this.version = Math.max(this.version, Number(metadata.resourceVersion ?? '0') || 0);
     metadata.resourceVersion = this.bump();
     if (patch.spec !== undefined) (updated.spec ??= {}).unschedulable = patch.spec.unschedulable;
     this.nodes.set(name, updated);

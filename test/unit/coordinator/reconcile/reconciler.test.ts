@@ -1,0 +1,129 @@
+import type { V1Node } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ClusterCaches } from '../../../../coordinator/cluster/cluster-caches.ts';
+import { InMemoryCache } from '../../../../coordinator/cluster/in-memory-cache.ts';
+import { delay } from '../../../../coordinator/delay.ts';
+import { InMemoryClusterWriter } from '../../../../coordinator/execute/in-memory-cluster-writer.ts';
+import { CoordinatorMetrics } from '../../../../coordinator/metrics/coordinator-metrics.ts';
+import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
+import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
+import { createReconciler, type Reconciler } from '../../../../coordinator/reconcile/reconciler.ts';
+import type { DriverRolloutObject } from '../../../../coordinator/status/driver-rollout-object.ts';
+import { driverKeys } from '../../../../shared/keys.ts';
+import { aDaemonSet, aDriverPod, aNode, aPod, aRevision, cachesOf } from '../cluster/fixtures.ts';
+
+const keys = driverKeys('gpu');
+const stops: AbortController[] = [];
+afterEach(() => {
+  for (const s of stops.splice(0)) s.abort();
+});
+
+/**
+ * A cluster in memory: the writer's node patches land in the node cache and fire the change
+ * hook, as the informers would; nothing else ever triggers a pass.
+ */
+function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: ReturnType<typeof aPod>[] = []) {
+  const ds = aDaemonSet('gpu-operator', 'driver', { app: 'driver' });
+  const base = cachesOf({
+    nodes,
+    daemonSets: [ds],
+    revisions: [aRevision(ds, 1, 'v1')],
+    pods: [...nodes.map((n) => aDriverPod(ds, n.metadata?.name ?? '', 'v1')), ...extraPods],
+  });
+  const rollout: DriverRolloutObject = {
+    metadata: { namespace: 'gpu-operator', name: 'gpu', uid: 'r1', generation: 1 },
+    spec: { driverName: 'gpu', selector: { matchLabels: { app: 'driver' } }, ...spec },
+  };
+  const caches: ClusterCaches = {
+    ...base,
+    rollouts: new InMemoryCache([rollout]),
+    notSyncedReason: () => undefined,
+    synced: Promise.resolve(),
+    stop: () => Promise.resolve(),
+  };
+  const writer = new InMemoryClusterWriter();
+  for (const n of nodes) writer.nodes.set(n.metadata?.name ?? '', n);
+  const hooks = { trigger: (): void => undefined };
+  const patchNode = writer.patchNode.bind(writer);
+  writer.patchNode = async (name: string, patch: NodeMergePatch) => {
+    const stored = await patchNode(name, patch);
+    base.nodes.put(stored);
+    setImmediate(() => {
+      hooks.trigger();
+    });
+    return stored;
+  };
+  let passes = 0;
+  const reconciler: Reconciler = createReconciler({
+    caches,
+    writer,
+    plan: (snapshot, policy, now) => {
+      passes += 1;
+      return planUpgrades(snapshot, policy, now);
+    },
+    metrics: new CoordinatorMetrics(),
+    logger: pino({ level: 'silent' }),
+  });
+  hooks.trigger = () => {
+    reconciler.trigger();
+  };
+  const stop = new AbortController();
+  stops.push(stop);
+  const running = reconciler.run(stop.signal);
+  return {
+    writer,
+    nodes: base.nodes,
+    passes: () => passes,
+    stateOf: (name: string) => writer.nodes.get(name)?.metadata?.labels?.[keys.upgradeState],
+    stop: async () => {
+      stop.abort();
+      await running;
+    },
+  };
+}
+
+async function waitFor(check: () => boolean, timeoutMs = 3_000): Promise<number> {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > timeoutMs) throw new Error('not reached');
+    await delay(2);
+  }
+  return Date.now() - start;
+}
+
+describe('the reconciler (in-memory caches and writer, real planner)', () => {
+  it('acts on a cache change within 100 ms', async () => {
+    const cluster = aCluster([aNode('n1')], {});
+    await waitFor(() => cluster.stateOf('n1') === 'upgrade-done');
+    await delay(50);
+    // Like `kubectl annotate`: the change reaches the cache and fires the change hook.
+    const started = Date.now();
+    const before = cluster.writer.events.length;
+    await cluster.writer.patchNode('n1', { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
+    // The node then runs through its (instant, in memory) upgrade: look for the first transition's Event.
+    await waitFor(() => cluster.writer.events.slice(before).some((e) => e.message === 'Successfully updated node state label to [upgrade-required]'));
+    const ms = Date.now() - started;
+    expect(ms).toBeLessThan(100);
+  });
+
+  it('fires a timeout from a timer at the plan’s deadline, without polling', async () => {
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const node = aNode('n1', {
+      labels: { [keys.upgradeState]: 'wait-for-jobs-required' },
+      annotations: { [keys.waitForPodCompletionStartTime]: String(nowSeconds), [keys.upgradeStartTime]: String(nowSeconds) },
+      unschedulable: true,
+    });
+    const job = aPod('ml', 'job', 'n1', { labels: { job: 'x' }, owner: { kind: 'Job', uid: 'j' } });
+    const cluster = aCluster([node], { upgradePolicy: { waitForCompletion: { podSelector: 'job=x', timeoutSeconds: 1 } } }, [job]);
+    await delay(300);
+    const passesWhileWaiting = cluster.passes();
+    expect(cluster.stateOf('n1')).toBe('wait-for-jobs-required');
+    await waitFor(() => cluster.stateOf('n1') !== 'wait-for-jobs-required', 2_500);
+    const waitedMs = Date.now() - nowSeconds * 1000;
+    expect(waitedMs).toBeGreaterThanOrEqual(1_000);
+    // A handful of passes (start, writes echoing back), not one per poll interval.
+    expect(passesWhileWaiting).toBeLessThanOrEqual(4);
+    await cluster.stop();
+  });
+});
