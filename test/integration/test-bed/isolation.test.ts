@@ -51,6 +51,6 @@ describe('test-bed isolation', () => {
 
     runner.kill('SIGKILL');
 
-    await waitUntil('every test-bed process to end', async () => (pids.some(isAlive) ? undefined : true), { timeoutMs: 15_000 });
+    await waitUntil('every test-bed process to end', () => Promise.resolve(pids.some(isAlive) ? undefined : true), { timeoutMs: 15_000 });
   });
 });
