@@ -214,7 +214,8 @@ async function shutDown(deps: AgentDeps, release: (() => Promise<void>) | undefi
     // The unload is deliberate: it gets its own signal, bounded by the pod's grace period.
     try {
       await deps.steps.unload(new AbortController().signal);
-      log.info('driver unloaded on stop');
+      await reporter.report({ phase: 'Unloaded', reason: 'Unloaded', message: 'driver unloaded on stop' });
+      if (!(await reporter.flush(deps.stopFlushMs))) log.warn('the unloaded state may not have reached the API server');
     } catch (error) {
       log.error({ err: error }, 'cannot unload the driver on stop; leaving it loaded');
     }

@@ -13,6 +13,8 @@ export const DRIVER_PHASES = [
   'NoDevice',
   'Failed',
   'Stopping',
+  /** Stopped, and the driver unloaded (unload on stop). */
+  'Unloaded',
 ] as const;
 export type DriverPhase = (typeof DRIVER_PHASES)[number];
 

@@ -12,12 +12,14 @@ export type LabelPatch = Readonly<Record<string, string | null>>;
  * "which nodes run which driver". Keys absent from the result are left as they are:
  * - before detection nothing is known, so nothing is written;
  * - a node without devices loses every label (selectors like `-l nvidia.com/gpu.present` skip it);
- * - the version label names what was verified loaded, and stays while a later reload is attempted.
+ * - the version label names what was verified loaded, and stays while a later reload is attempted
+ *   or after the agent stops (the driver stays loaded) — unless the agent unloaded it on stop.
  */
 export function nodeLabelsFor(keys: DriverKeys, state: DriverState): LabelPatch {
   if (state.phase === 'NoDevice') {
     return { [keys.devicePresent]: null, [keys.deviceCount]: null, [keys.driverVersion]: null, [keys.driverReady]: null };
   }
+  if (state.phase === 'Unloaded') return { [keys.driverVersion]: null, [keys.driverReady]: 'false' };
   if (state.deviceCount === undefined) return {};
   const labels: Record<string, string | null> = {
     [keys.devicePresent]: 'true',

@@ -165,6 +165,8 @@ describe('runAgent with the simulated kernel', () => {
     await agent.done;
     expect(await loadedNames(node.kernel)).toEqual([]);
     expect(node.kernel.history.filter((e) => e.op === 'rmmod').map((e) => e.module)).toEqual(['drsample_net', 'drsample_core']);
+    expect(agent.reporter.current().phase).toBe('Unloaded');
+    expect(await exists(agent.readyFile)).toBe(false);
   });
 
   it('with unload-on-stop but the driver in use: refuses, leaves it loaded, and still stops cleanly', async () => {

@@ -34,6 +34,16 @@ describe('nodeLabelsFor', () => {
       labels: { 'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '8', 'nvidia.com/gpu-driver.ready': 'false' },
     },
     {
+      what: 'unloaded on stop: not ready, no version',
+      state: { phase: 'Unloaded', reason: 'Unloaded', message: '' },
+      labels: { 'nvidia.com/gpu-driver.version': null, 'nvidia.com/gpu-driver.ready': 'false' },
+    },
+    {
+      what: 'stopping: the driver stays loaded, the labels stay',
+      state: { phase: 'Stopping', reason: 'Stopping', message: '' },
+      labels: {},
+    },
+    {
       what: 'no device: every label removed',
       state: { phase: 'NoDevice', reason: 'NoDevice', message: '', deviceCount: 0 },
       labels: {
