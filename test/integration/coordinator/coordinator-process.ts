@@ -11,6 +11,8 @@ export interface CoordinatorProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   kill(signal: NodeJS.Signals): Promise<number | null>;
+  /** Resolves once a log line's `msg` equals `message` (e.g. 'coordinator started'). */
+  logged(message: string): Promise<void>;
 }
 
 /** `node coordinator/main.ts` as a separate process, as it runs in a pod (2 s lease for tests). */
@@ -28,10 +30,27 @@ export function spawnCoordinator(kubeconfigPath: string, namespace: string, iden
       '--renew-deadline-seconds', '1.5',
       '--retry-period-seconds', '0.2',
       '--metrics-port', '0',
-      '--log-level', 'warn',
+      '--log-level', 'info',
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  const messages: string[] = [];
+  const listeners: (() => void)[] = [];
+  let buffered = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    buffered += chunk;
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      try {
+        messages.push((JSON.parse(line) as { msg?: string }).msg ?? '');
+      } catch {
+        messages.push(line);
+      }
+    }
+    for (const l of listeners) l();
+  });
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code) => {
       resolve(code);
@@ -41,6 +60,15 @@ export function spawnCoordinator(kubeconfigPath: string, namespace: string, iden
     identity,
     child,
     exited,
+    logged(message) {
+      return new Promise((resolve) => {
+        const check = (): void => {
+          if (messages.includes(message)) resolve();
+        };
+        listeners.push(check);
+        check();
+      });
+    },
     async kill(signal) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;

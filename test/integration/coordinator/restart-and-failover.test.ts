@@ -74,8 +74,10 @@ describe('the coordinator process', () => {
     await allUpgraded('driver:v2', 60_000);
     watch.stop();
     expect(watch.violations).toEqual([]);
-    const rollout = await world.rollout();
-    expect(rollout.status?.nodes).toMatchObject({ done: 2, failed: 0 });
+    await waitUntil('the status to count both nodes done', async () => {
+      const nodes = (await world.rollout()).status?.nodes as { done?: number; failed?: number } | undefined;
+      return nodes?.done === 2 && nodes.failed === 0 ? true : undefined;
+    }, { timeoutMs: 10_000 });
   });
 
   it('fails over between two replicas: the standby takes over within the lease duration after the leader is SIGKILLed', async () => {
@@ -102,7 +104,8 @@ describe('the coordinator process', () => {
 
     // A graceful stop releases the Lease: a fresh standby takes over at its next try.
     const third = start('replica-c');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await third.logged('coordinator started');
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const stoppedAt = Date.now();
     expect(await standby?.kill('SIGTERM')).toBe(0);
     await waitUntil('replica-c to hold the Lease', async () => ((await leaseHolder(kc, world.ns.name)) === third.identity ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
