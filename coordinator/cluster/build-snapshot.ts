@@ -32,8 +32,9 @@ export function buildSnapshot(rollout: RolloutRef, policy: DriverRolloutPolicy, 
   const drivers = collectDriverPods(rollout, policy, caches);
   const nodes: NodeSnapshot[] = [];
   for (const name of [...managedNodeNames(policy, caches, drivers.byNode)].sort()) {
-    const node = freshest(caches.nodes.get('', name), inputs.writtenNodes.get(name));
-    if (node === undefined) continue;
+    const cached = caches.nodes.get('', name);
+    if (cached === undefined) continue; // deleted: whatever we wrote to it last no longer matters
+    const node = freshest(cached, inputs.writtenNodes.get(name)) ?? cached;
     const pods: PodSnapshot[] = [];
     for (const pod of caches.pods.byIndex(BY_NODE, name)) {
       if (drivers.uids.has(uidOf(pod))) continue;

@@ -81,8 +81,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
   const forgetStale = (nowMs: number): void => {
     for (const [name, node] of writtenNodes) {
+      // Gone from the cache: deleted (we only ever write nodes the cache showed us), so forget it
+      // too, or a deleted node would live on in every snapshot.
       const cached = deps.caches.nodes.get('', name);
-      if (cached !== undefined && freshest(cached, node) === cached) writtenNodes.delete(name);
+      if (cached === undefined || freshest(cached, node) === cached) writtenNodes.delete(name);
     }
     for (const [uid, entry] of evictionBlocked) {
       if (nowMs - entry.at > EVICTION_MEMORY_MS || deps.caches.pods.get(entry.namespace, entry.name)?.metadata?.uid !== uid) {
@@ -156,7 +158,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     forgetStale(now());
     let nextWakeAt: number | null = null;
     const seen = new Set<string>();
-    for (const rollout of deps.caches.rollouts.list()) {
+    // A copy: the informer may change the cache while this pass awaits API calls.
+    for (const rollout of [...deps.caches.rollouts.list()]) {
       const ref: RolloutRef = {
         namespace: rollout.metadata?.namespace ?? '',
         name: rollout.metadata?.name ?? '',

@@ -92,6 +92,14 @@ describe('buildSnapshot', () => {
     expect(snapshot.nodes.find((n) => n.name === 'gpu-1')?.labels[keys.upgradeState]).toBe('cordon-required');
   });
 
+  it('leaves out a deleted node, even one it wrote to and whose pods linger', () => {
+    const caches = world();
+    caches.pods.put(aDriverPod(driver, 'ghost', 'old'));
+    const written = aNode('ghost', { rv: '99', labels: { [keys.upgradeState]: 'drain-required' } });
+    const snapshot = buildSnapshot(rollout, policy, { caches, writtenNodes: new Map([['ghost', written]]), evictionBlocked: new Map() });
+    expect(snapshot.nodes.map((n) => n.name)).not.toContain('ghost');
+  });
+
   it.each([
     { name: 'the written copy when newer', cached: '10', written: '11', expected: 'written' },
     { name: 'the cache when it caught up', cached: '11', written: '11', expected: 'cached' },
