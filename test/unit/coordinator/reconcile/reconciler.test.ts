@@ -108,21 +108,22 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
   });
 
   it('fires a timeout from a timer at the plan’s deadline, without polling', async () => {
-    const nowSeconds = Math.floor(Date.now() / 1000);
+    const startSeconds = Math.floor(Date.now() / 1000);
+    const deadlineMs = (startSeconds + 2) * 1000; // between 1 and 2 s from now
     const node = aNode('n1', {
       labels: { [keys.upgradeState]: 'wait-for-jobs-required' },
-      annotations: { [keys.waitForPodCompletionStartTime]: String(nowSeconds), [keys.upgradeStartTime]: String(nowSeconds) },
+      annotations: { [keys.waitForPodCompletionStartTime]: String(startSeconds), [keys.upgradeStartTime]: String(startSeconds) },
       unschedulable: true,
     });
     const job = aPod('ml', 'job', 'n1', { labels: { job: 'x' }, owner: { kind: 'Job', uid: 'j' } });
-    const cluster = aCluster([node], { upgradePolicy: { waitForCompletion: { podSelector: 'job=x', timeoutSeconds: 1 } } }, [job]);
-    await delay(300);
-    const passesWhileWaiting = cluster.passes();
+    const cluster = aCluster([node], { upgradePolicy: { waitForCompletion: { podSelector: 'job=x', timeoutSeconds: 2 } } }, [job]);
+    await delay(Math.max(0, deadlineMs - Date.now() - 200));
     expect(cluster.stateOf('n1')).toBe('wait-for-jobs-required');
-    await waitFor(() => cluster.stateOf('n1') !== 'wait-for-jobs-required', 2_500);
-    const waitedMs = Date.now() - nowSeconds * 1000;
-    expect(waitedMs).toBeGreaterThanOrEqual(1_000);
-    // A handful of passes (start, writes echoing back), not one per poll interval.
+    const passesWhileWaiting = cluster.passes();
+    await waitFor(() => cluster.stateOf('n1') !== 'wait-for-jobs-required', 2_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(deadlineMs);
+    expect(Date.now()).toBeLessThan(deadlineMs + 500);
+    // A handful of passes (the first, writes echoing back), not one per poll interval.
     expect(passesWhileWaiting).toBeLessThanOrEqual(4);
     await cluster.stop();
   });
