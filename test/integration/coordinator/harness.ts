@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { CoordinatorConfig } from '../../../coordinator/config.ts';
 import { planUpgrades } from '../../../coordinator/plan/plan-upgrades.ts';
+import { UPGRADING_STATES } from '../../../coordinator/plan/pool-capacity.ts';
 import {
   DRIVER_ROLLOUT_GROUP,
   DRIVER_ROLLOUT_PLURAL,
@@ -272,12 +273,5 @@ export function isPodReady(pod: V1Pod): boolean {
   return pod.metadata?.deletionTimestamp == null && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }
 
-export const UPGRADING = new Set([
-  'cordon-required',
-  'wait-for-jobs-required',
-  'pod-deletion-required',
-  'drain-required',
-  'pod-restart-required',
-  'validation-required',
-  'uncordon-required',
-]);
+/** States in which a node counts against maxUnavailable and maxParallelUpgrades. */
+export const UPGRADING: ReadonlySet<string> = UPGRADING_STATES;
