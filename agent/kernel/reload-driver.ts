@@ -1,16 +1,16 @@
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConfigError, DriverRolloutError } from '../../shared/errors.ts';
 import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
 import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { decideReload } from './decide-reload.ts';
+import { decideReload, type ReloadDecision } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
 import { findUndeclaredParameters } from './find-undeclared-parameters.ts';
 import { DriverVerificationError, ModuleDependencyError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
-import { renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
+import { parseModprobeConfig, renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
 import { planUnloadOrRefuse, readLoadedModules, unloadDriver, type DeviceUserLookup } from './unload-driver.ts';
 import { writeConfigFile } from './write-config-file.ts';
 
@@ -78,8 +78,10 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   const competing = (options.competingModules ?? []).map(sysfsModuleName);
   const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...competing])];
 
+  const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
+  const optionsText = renderModprobeOptions(parameters);
   const before = await readLoadedModules(kernel, unloadSet);
-  const decision = decideReload(built.modules, toLoad, before, parameters);
+  const decision = withOptionsChange(decideReload(built.modules, toLoad, before, parameters), await readIfPresent(optionsFile), optionsText);
   if (decision.kind === 'fast-path') {
     const modules = built.modules.map((m) => before.get(m.name)).filter((m) => m !== undefined);
     log.info({ modules: modules.map((m) => ({ name: m.name, srcversion: m.srcversion })) }, 'driver already loaded with the built srcversions; skipping the reload');
@@ -89,9 +91,8 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   log.info({ reason: decision.reason }, 'driver needs loading');
   await planUnloadOrRefuse(built.driver, [...before.values()], options.deviceUsers);
 
-  const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
   const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
-  await writeConfigFile(optionsFile, renderModprobeOptions(parameters));
+  await writeConfigFile(optionsFile, optionsText);
   const installStarted = performance.now();
   await kernel.installModules(options.tree, built.driver, built.modules);
   const loadOrder = await kernel.resolveLoadOrder(options.tree, toLoad);
@@ -126,6 +127,32 @@ async function refuseMissingDependencies(kernel: KernelPort, built: readonly Mod
   const missing = findMissingDependencies(built, loadOrder, (m) => loadedOutside.has(m));
   if (missing.length > 0) {
     throw new ModuleDependencyError(`modprobe cannot resolve the driver's dependencies in the module tree (${missing.join('; ')}); nothing was unloaded`, { missing });
+  }
+}
+
+/**
+ * /sys/module shows a parameter's current value, not whether config still asks for it: a
+ * parameter removed from config keeps its old value in the loaded module until a reload (seen on
+ * Debian 6.1 under QEMU, test/kernel). The options file written at the last load records what
+ * was asked; when it is gone (a reboot empties /run), /sys/module is all there is.
+ */
+function withOptionsChange(decision: ReloadDecision, previous: string | undefined, next: string): ReloadDecision {
+  if (decision.kind !== 'fast-path' || previous === undefined || optionsOf(previous) === optionsOf(next)) return decision;
+  return { kind: 'load', reason: 'module options changed since the last load' };
+}
+
+/** The `options` lines' meaning, so a change of comments or order alone is no reason to reload. */
+function optionsOf(text: string): string {
+  const { options } = parseModprobeConfig([text]);
+  return JSON.stringify([...options].map(([module, values]) => [module, Object.entries(values).sort()]).sort());
+}
+
+async function readIfPresent(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
   }
 }
 

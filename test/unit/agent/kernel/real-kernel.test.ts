@@ -93,7 +93,8 @@ describe('the real kernel adapter over a real module root', () => {
       { name: 'drsample_core', refcnt: 1, holders: ['drsample_net'], srcversion: built.modules[0]?.srcversion ?? '' },
       { name: 'drsample_net', refcnt: 0, srcversion: built.modules[1]?.srcversion ?? '' },
     ]);
-    const root = { ...tree, root: join(scratch.dir, 'fast-path-root') };
+    // Its own modprobe.d: options left by the other tests' loads would be a reason to reload.
+    const root = { ...tree, root: join(scratch.dir, 'fast-path-root'), configDir: join(scratch.dir, 'fast-path-modprobe.d') };
     const result = await reloadDriver(createRealKernel({ sysModuleDir: sys, logger: silentLogger() }), built, { tree: root, logger: silentLogger() });
     expect(result.outcome).toBe('fast-path');
     expect(result.modules.map((m) => m.name)).toEqual(['drsample_core', 'drsample_net']);

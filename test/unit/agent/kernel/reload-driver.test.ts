@@ -74,6 +74,15 @@ describe('reloadDriver with the simulated kernel', () => {
     expect(result.modules[0]?.parameters).toEqual({ greeting: 'bonjour' });
   });
 
+  it('reloads when a parameter is dropped from config: /sys/module keeps the old value, the options file tells', async () => {
+    await reloadDriver(kernel, v1, options({ parameters: { drsample_core: { greeting: 'bonjour' } } }));
+    const result = await reloadDriver(kernel, v1, options());
+    expect(result).toMatchObject({ outcome: 'reloaded', reason: 'module options changed since the last load' });
+    expect(result.modules[0]?.parameters).toEqual({});
+    const again = await reloadDriver(kernel, v1, options());
+    expect(again.outcome).toBe('fast-path');
+  });
+
   it('refuses with "driver is in use" when a process holds /dev/drsample open, and unloads nothing', async () => {
     await reloadDriver(kernel, v1, options());
     const device = await kernel.openDevice('drsample_core');
