@@ -200,6 +200,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       reload(v1, tree, { [CORE]: { greeting: 'first' } }),
       reload(v1, tree, { [CORE]: { greeting: 'first' } }),
       reload(v1, tree, { [CORE]: { greeting: 'second' } }),
+      reload(v1, tree),
     ]);
     const again = step(steps, 1);
     expect(again.result).toMatchObject({ outcome: 'fast-path', unloaded: [], loadOrder: [] });
@@ -211,6 +212,11 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(reconfigured.result?.outcome).toBe('reloaded');
     expect(moduleEvents(reconfigured)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 1.0.0 loaded`, `${NET} 1.0.0 loaded`]);
     expect(reconfigured.after[CORE]?.parameters).toEqual({ greeting: 'second' });
+    // The parameter dropped from config: sysfs alone cannot tell (it shows the old value), the
+    // options file of the last load can; the reload brings back the module's default.
+    const dropped = step(steps, 3);
+    expect(dropped.result).toMatchObject({ outcome: 'reloaded', reason: 'module options changed since the last load' });
+    expect(dropped.after[CORE]?.parameters).toEqual({ greeting: 'hello' });
   });
 
   // The kernel loads a module given a parameter it does not declare ("unknown parameter 'greting'
