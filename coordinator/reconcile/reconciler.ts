@@ -191,6 +191,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     },
     async run(signal) {
       await Promise.race([deps.caches.synced, new Promise((resolve) => { signal.addEventListener('abort', resolve, { once: true }); })]);
+      // A new term: another replica may have written since; trust only what the caches show.
+      lastWritten.clear();
+      evictionBlocked.clear();
       try {
         while (!signal.aborted) {
           await pass();
