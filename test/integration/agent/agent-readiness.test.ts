@@ -245,6 +245,7 @@ describe('failures end in a clear reason on the condition, an Event on the node,
     });
     expect(events).toHaveLength(1);
     expect(events[0]?.type).toBe('Warning');
+    for (const part of messageParts) expect(events[0]?.message).toContain(part);
     expect(agent.process.hasExited()).toBe(false);
     expect((await fetch(`${agent.base}/healthz`)).status).toBe(200);
     expect(await readyzStatus(agent)).toBe(503);
