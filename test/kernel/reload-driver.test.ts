@@ -24,11 +24,15 @@ import { simulatedWorld } from './harness/simulated-world.ts';
 
 const CORE = 'drsample_core';
 const NET = 'drsample_net';
+/** test/kernel/fixtures/inbox-dependent-driver: one module that needs the kernel's own crc8. */
+const CRC = 'drsample_crc';
+const INBOX_DEPENDENT_DRIVER = join(import.meta.dirname, 'fixtures', 'inbox-dependent-driver');
 const DEVICE = '/dev/drsample';
 
 let guest: Guest;
 let v1: BuiltDriver;
 let v2: BuiltDriver;
+let crcDriver: BuiltDriver;
 
 beforeAll(async () => {
   const cacheDir = join(defaultCacheDir(), 'kernel-test-modules');
@@ -37,6 +41,7 @@ beforeAll(async () => {
   // files the host adds under a directory the guest has already read may stay invisible to it.
   v1 = await buildSampleDriver('1.0.0', cacheDir);
   v2 = await buildSampleDriver('2.0.0', cacheDir);
+  crcDriver = await buildSampleDriver('1.0.0', cacheDir, { driver: CRC, source: { kind: 'directory', path: INBOX_DEPENDENT_DRIVER }, generatedFiles: {} });
   guest = await bootGuest({ writableDirs: [GUEST_NODE_COMPILE_CACHE] });
   console.info(
     `kernel tests: ${guest.kernel.version} booted in ${Math.round(guest.bootMs)} ms; sample driver 1.0.0 ${describeBuild(v1)}, 2.0.0 ${describeBuild(v2)}; ready after ${Math.round(performance.now() - started)} ms`,
@@ -48,7 +53,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  const reset = await guest.run(`for m in ${NET} ${CORE}; do if [ -e /sys/module/$m ]; then rmmod $m || exit 1; fi; done`);
+  const reset = await guest.run(`for m in ${CRC} ${NET} ${CORE}; do if [ -e /sys/module/$m ]; then rmmod $m || exit 1; fi; done`);
   expect(reset.exitCode, reset.stderr).toBe(0);
 });
 
@@ -65,8 +70,13 @@ function reload(built: BuiltDriver, tree: ModuleTree, parameters: ModuleParamete
 }
 
 /** Runs the steps in the guest; a reload error other than `expectedErrors` fails with the agent's log. */
-async function runInGuest(name: string, steps: readonly ScenarioStep[], expectedErrors: readonly string[] = []): Promise<readonly StepReport[]> {
-  const report = await runGuestScenario(guest, { steps, watch: [CORE, NET] });
+async function runInGuest(
+  name: string,
+  steps: readonly ScenarioStep[],
+  expectedErrors: readonly string[] = [],
+  watch: readonly string[] = [CORE, NET],
+): Promise<readonly StepReport[]> {
+  const report = await runGuestScenario(guest, { steps, watch });
   const failedReload = report.steps.find((s) => s.error !== undefined && !expectedErrors.includes(s.error.name));
   if (failedReload?.error !== undefined) {
     throw new Error(`${name}: the agent failed: ${failedReload.error.name}: ${failedReload.error.message}\n--- agent log ---\n${report.agentLog.slice(-6_000)}`);
@@ -234,6 +244,27 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(moduleEvents(refused)).toEqual([]);
     expect(loadedSrcversions(refused)).toEqual(srcversions(v1));
     expect(refused.after[CORE]?.parameters).toEqual({ greeting: 'configured' });
+  });
+
+  // Real drivers need modules of the kernel itself (mlx5_core: mlxfw, psample, tls...). A module
+  // root holding only the driver cannot give modprobe those: depmod leaves the symbol unresolved.
+  it('refuses a driver whose inbox dependency its module root cannot provide, and loads it once that module is loaded', async () => {
+    const unloadCrc8 = await guest.run('if [ -e /sys/module/crc8 ]; then rmmod crc8; fi');
+    expect(unloadCrc8.exitCode, unloadCrc8.stderr).toBe(0);
+    const tree = freshTree();
+    const missing = step(await runInGuest('inbox dependency not loaded', [reload(crcDriver, tree)], ['ModuleDependencyError'], [CRC, 'crc8']), 0);
+    expect(missing.error?.name).toBe('ModuleDependencyError');
+    expect(missing.error?.message).toContain('drsample_crc needs crc8');
+    expect(missing.after).toEqual({ [CRC]: null, crc8: null });
+
+    // The distribution's crc8, from the kernel's own /lib/modules, as another driver would load it.
+    const loadCrc8 = await guest.run('modprobe crc8');
+    expect(loadCrc8.exitCode, loadCrc8.stderr).toBe(0);
+    const loaded = step(await runInGuest('inbox dependency loaded', [reload(crcDriver, tree)], [], [CRC, 'crc8']), 0);
+    expect(loaded.result?.outcome).toBe('loaded-fresh');
+    expect(loaded.after[CRC]).toMatchObject({ version: '1.0.0', srcversion: crcDriver.modules[0]?.srcversion });
+    expect(loaded.after.crc8).toMatchObject({ refcnt: 1, holders: [CRC] });
+    expect(loaded.kernelLog).toContainEqual(expect.stringContaining('drsample_crc loaded (table[1]=0x07)'));
   });
 
   // The unit and integration tests, and the demo, run the agent on the simulated kernel; it is
