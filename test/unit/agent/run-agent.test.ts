@@ -58,7 +58,7 @@ type Node = Awaited<ReturnType<typeof aNode>>;
 let agentCount = 0;
 
 /** Starts runAgent on `node`; returns its reporter, its stop switch and its completion. */
-function startAgent(node: Node, options: { unloadOnStop?: boolean } = {}) {
+function startAgent(node: Node, options: { unloadOnStop?: boolean; cacheDir?: string } = {}) {
   const name = `agent-${++agentCount}`;
   const config: AgentConfig = parseAgentConfig([], {
     NODE_NAME: 'n1',
@@ -72,7 +72,7 @@ function startAgent(node: Node, options: { unloadOnStop?: boolean } = {}) {
     SYSFS_ROOT: node.sysfsRoot,
     MODULE_ROOT: join(node.dir, 'root'),
     MODPROBE_CONFIG_DIR: join(node.dir, 'modprobe.d'),
-    CACHE_DIR: cacheDir,
+    CACHE_DIR: options.cacheDir ?? cacheDir,
     READY_FILE: join(node.dir, name, '.driver-ready'),
     LOCK_PATH: node.lockPath,
     KERNEL_ADAPTER: 'simulated',
@@ -225,6 +225,19 @@ describe('runAgent with the simulated kernel', () => {
     expect(insmods(node.kernel)).toEqual(['drsample_core', 'drsample_net']);
     second.stop();
     await second.done;
+  });
+
+  it('SIGTERM during a compile stops it promptly and loads nothing', async () => {
+    const node = await aNode();
+    const agent = startAgent(node, { cacheDir: join(node.dir, 'cold-cache') });
+    await agent.next('Building');
+    await sleep(300);
+    const stopped = Date.now();
+    agent.stop();
+    await agent.done;
+    expect(Date.now() - stopped).toBeLessThan(2000);
+    expect(insmods(node.kernel)).toEqual([]);
+    expect(agent.reporter.current().phase).toBe('Stopping');
   });
 
   it('stopping while waiting for the lock ends at once without touching the kernel', async () => {
