@@ -97,7 +97,8 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       onWaiting: () => {
         if (waiting) return;
         waiting = true;
-        void report({ phase: 'WaitingForLock', reason: 'WaitingForLock', message: 'another agent for this driver holds the node lock' });
+        // A failure to update the ready file is logged by the reporter; waiting goes on.
+        report({ phase: 'WaitingForLock', reason: 'WaitingForLock', message: 'another agent for this driver holds the node lock' }).catch(() => undefined);
       },
       onLost: (error) => {
         lockLost = error;
