@@ -155,6 +155,14 @@ export class RolloutWorld {
     };
   }
 
+  /** Polls the DriverRollout until its status satisfies `check` (the status trails the nodes by a pass). */
+  async waitForStatus(what: string, check: (status: Record<string, unknown>) => boolean, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+    return waitUntil(`DriverRollout status: ${what}`, async () => {
+      const status = (await this.rollout()).status;
+      return status !== undefined && check(status) ? status : undefined;
+    }, { timeoutMs, intervalMs: 100 });
+  }
+
   coordinatorConfig(overrides: Partial<CoordinatorConfig> = {}): CoordinatorConfig {
     return {
       kubeconfig: undefined,

@@ -91,7 +91,7 @@ describe('the coordinator with only the permissions of manifests/coordinator.yam
       const n = (await world.nodes())[0];
       return pod?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pod) && n !== undefined && world.stateOf(n) === 'upgrade-done' && n.spec?.unschedulable !== true ? true : undefined;
     }, { timeoutMs: 60_000 });
-    expect((await world.rollout()).status?.nodes).toMatchObject({ done: 1 });
+    await world.waitForStatus('one node done', (status) => (status.nodes as { done?: number } | undefined)?.done === 1);
     expect((await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).length).toBeGreaterThan(0);
     expect(handle.port).toBeGreaterThan(0);
   });

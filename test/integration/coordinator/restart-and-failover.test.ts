@@ -74,10 +74,10 @@ describe('the coordinator process', () => {
     await allUpgraded('driver:v2', 60_000);
     watch.stop();
     expect(watch.violations).toEqual([]);
-    await waitUntil('the status to count both nodes done', async () => {
-      const nodes = (await world.rollout()).status?.nodes as { done?: number; failed?: number } | undefined;
-      return nodes?.done === 2 && nodes.failed === 0 ? true : undefined;
-    }, { timeoutMs: 10_000 });
+    await world.waitForStatus('both nodes done', (status) => {
+      const nodes = status.nodes as { done?: number; failed?: number } | undefined;
+      return nodes?.done === 2 && nodes.failed === 0;
+    });
   });
 
   it('fails over between two replicas: the standby takes over within the lease duration after the leader is SIGKILLed', async () => {

@@ -103,10 +103,10 @@ describe('a complete rollout on the real control plane', () => {
   });
 
   it('reports the outcome in the DriverRollout status and on /metrics', async () => {
-    const rollout = await world.rollout();
-    expect(rollout.status?.observedGeneration).toBe(rollout.metadata?.generation);
-    expect(rollout.status?.nodes).toMatchObject({ total: 20, done: 20, failed: 0, inProgress: 0 });
-    const conditions = rollout.status?.conditions as { type: string; status: string }[];
+    const status = await world.waitForStatus('20 nodes done', (s) => (s.nodes as { done?: number } | undefined)?.done === 20);
+    expect(status.observedGeneration).toBe((await world.rollout()).metadata?.generation);
+    expect(status.nodes).toMatchObject({ total: 20, done: 20, failed: 0, inProgress: 0 });
+    const conditions = status.conditions as { type: string; status: string }[];
     expect(conditions.find((c) => c.type === 'Complete')?.status).toBe('True');
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(text).toContain(`driver_rollout_nodes_upgrades_done{namespace="${world.ns.name}",rollout="driver",driver="${world.driver}"} 20`);
