@@ -21,6 +21,11 @@ export interface ExecuteHooks {
   readonly onStateWritten: (action: SetStateAction) => void;
   /** Nodes worked on at once. */
   readonly concurrency: number;
+  /**
+   * Aborted when this replica stops leading: no further action starts (those in flight finish),
+   * so a replica that lost the Lease stops writing well within the lease duration.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface ActionFailure {
@@ -42,7 +47,7 @@ export async function executePlan(nodePlans: readonly NodePlan[], hooks: Execute
     for (;;) {
       const plan = nodePlans[next];
       next += 1;
-      if (plan === undefined) return;
+      if (plan === undefined || hooks.signal?.aborted === true) return;
       const failure = await executeNodePlan(plan, hooks);
       if (failure !== undefined) failures.push(failure);
     }
@@ -53,6 +58,7 @@ export async function executePlan(nodePlans: readonly NodePlan[], hooks: Execute
 
 async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
   for (const group of groupNodeActions(plan.actions)) {
+    if (hooks.signal?.aborted === true) return undefined;
     const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
     try {
       if (isRun(group)) await patchNode(plan.node, group, hooks);

@@ -116,7 +116,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
   };
 
-  const reconcileValid = async (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy): Promise<number | null> => {
+  const reconcileValid = async (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, signal: AbortSignal): Promise<number | null> => {
     const nowMs = now();
     const snapshot = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes, evictionBlocked });
     const plan = deps.plan(snapshot, policy, nowMs);
@@ -124,6 +124,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       writer: deps.writer,
       logger: log.child({ rollout: `${ref.namespace}/${ref.name}` }),
       concurrency: deps.concurrency ?? 16,
+      signal,
       nodeUid: (name) => deps.caches.nodes.get('', name)?.metadata?.uid,
       onNodeWritten: (node) => writtenNodes.set(node.metadata?.name ?? '', node),
       onEvictionBlocked: (pod, message, node) => evictionBlocked.set(pod.uid, { at: now(), message, namespace: pod.namespace, name: pod.name, node }),
@@ -138,6 +139,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         }
       },
     });
+    if (signal.aborted) return null; // no longer leading: no status write either
     const status = toStoredStatus(previousStatus(rollout), plan.status, ref.generation, new Date(nowMs).toISOString());
     if (!isSameJson(rollout.status, status)) {
       await deps.writer.patchRolloutStatus(ref.namespace, ref.name, status);
@@ -153,13 +155,14 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     return minOf(plan.nextWakeAt, retryAt);
   };
 
-  const pass = async (): Promise<void> => {
+  const pass = async (signal: AbortSignal): Promise<void> => {
     const started = performance.now();
     forgetStale(now());
     let nextWakeAt: number | null = null;
     const seen = new Set<string>();
     // A copy: the informer may change the cache while this pass awaits API calls.
     for (const rollout of [...deps.caches.rollouts.list()]) {
+      if (signal.aborted) return;
       const ref: RolloutRef = {
         namespace: rollout.metadata?.namespace ?? '',
         name: rollout.metadata?.name ?? '',
@@ -169,7 +172,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       try {
         const result = parse(rollout);
         if (!result.ok) await reconcileInvalid(rollout, ref, result);
-        else nextWakeAt = minOf(nextWakeAt, await reconcileValid(rollout, ref, result.policy));
+        else nextWakeAt = minOf(nextWakeAt, await reconcileValid(rollout, ref, result.policy, signal));
       } catch (error) {
         log.error({ rollout: `${ref.namespace}/${ref.name}`, err: toError(error) }, 'reconcile failed; retrying');
         nextWakeAt = minOf(nextWakeAt, now() + 1_000);
@@ -196,7 +199,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       evictionBlocked.clear();
       try {
         while (!signal.aborted) {
-          await pass();
+          await pass(signal);
           await wake.wait(signal);
         }
       } finally {

@@ -107,6 +107,15 @@ describe('executePlan', () => {
     expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
   });
 
+  it('starts nothing more once leadership is lost (signal aborted)', async () => {
+    const { writer, hooks } = setUp(['n1', 'n2']);
+    const lost = new AbortController();
+    lost.abort();
+    const failures = await executePlan([{ node: 'n1', actions: [{ kind: 'cordon', node: 'n1' }] }, { node: 'n2', actions: [{ kind: 'cordon', node: 'n2' }] }], { ...hooks, signal: lost.signal });
+    expect(failures).toEqual([]);
+    expect(writer.calls).toEqual([]);
+  });
+
   it('works on many nodes at once, bounded by the concurrency', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `n${i}`);
     const { writer, hooks } = setUp(names);
