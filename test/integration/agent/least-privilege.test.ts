@@ -1,0 +1,131 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { driverKeys } from '../../../shared/keys.ts';
+import { apiErrorMessage } from '../../../shared/kube/api-error.ts';
+import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
+import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
+import { sharedCluster } from '../../bed/shared-cluster.ts';
+import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
+import { waitUntil } from '../../bed/wait-until.ts';
+import { aNicOnlyNode } from '../../fixtures/sysfs/sysfs-tree.ts';
+import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
+import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
+import { applyDriverSecurity, type DriverSecurity } from '../init-container/apply-driver-security.ts';
+import { tokenKubeConfig } from '../init-container/token-kube-config.ts';
+import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
+import { startAgentProcess } from './agent-process.ts';
+
+// The agent with the identity the DaemonSet gives it: manifests/driver-rbac.yaml and
+// manifests/safe-load-policy.yaml as shipped, and a token bound to its pod (what the kubelet
+// projects). Everything it writes must be allowed: the pod condition, the node labels, Events.
+
+const admin = sharedCluster().kubeConfig();
+const core = admin.makeApiClient(CoreV1Api);
+const id = uniqueTestId('agent-lp');
+const nodeName = `${id}-n`;
+const keys = driverKeys('ofed', 'nvidia.com');
+const pod = 'ofed-driver-lp';
+let ns: TestNamespace;
+let security: DriverSecurity;
+let scratch: string;
+let kubeconfigPath: string;
+
+beforeAll(async () => {
+  ns = await createTestNamespace(admin, 'agent-lp');
+  security = await applyDriverSecurity(admin, ns.name, id);
+  await createFakeNodes(admin, [{ name: nodeName, labels: { [TEST_NODE_LABEL]: id } }]);
+  const created = await core.createNamespacedPod({
+    namespace: ns.name,
+    body: {
+      metadata: { name: pod },
+      spec: {
+        serviceAccountName: security.serviceAccount,
+        nodeName,
+        automountServiceAccountToken: false,
+        readinessGates: [{ conditionType: keys.driverReadyCondition }],
+        containers: [{ name: 'agent', image: 'driver-rollout/agent:test' }],
+      },
+    },
+  });
+  const request = await core.createNamespacedServiceAccountToken({
+    name: security.serviceAccount,
+    namespace: ns.name,
+    body: { spec: { audiences: [], expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod, uid: created.metadata?.uid ?? '' } } },
+  });
+  scratch = await mkdtemp(join(tmpdir(), 'agent-lp-'));
+  kubeconfigPath = join(scratch, 'driver.kubeconfig');
+  await writeFile(kubeconfigPath, tokenKubeConfig(admin, request.status?.token ?? ''));
+  // A new policy takes a moment to reach the admission plugin: wait until it refuses something.
+  const driverCore = (() => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath);
+    return kc.makeApiClient(CoreV1Api);
+  })();
+  await waitUntil('the driver admission policy to be enforced', async () => {
+    try {
+      await driverCore.patchNode({ name: nodeName, dryRun: 'All', body: { spec: { unschedulable: true } } }, MERGE_PATCH);
+      return undefined;
+    } catch (error) {
+      return apiErrorMessage(error).includes('driver-rollout:') ? true : undefined;
+    }
+  }, { timeoutMs: 60_000, intervalMs: 250 });
+}, 180_000);
+
+afterAll(async () => {
+  await ns.delete();
+  await deleteFakeNodes(admin, [nodeName]);
+  await security.delete();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe('the agent with the driver service account (token bound to its pod)', () => {
+  it('writes its pod condition, its node labels and its node Events, and nothing it writes is refused', async () => {
+    const agent = startAgentProcess({
+      NODE_NAME: nodeName,
+      POD_NAME: pod,
+      POD_NAMESPACE: ns.name,
+      DRIVER_NAME: 'ofed',
+      DRIVER_VERSION: '24.10-1.1.4.0',
+      DRIVER_SOURCE_DIR: await writeSampleDriverSource(join(scratch, 'src'), '24.10'),
+      KERNEL_VERSION: installedHeadersKernel(),
+      SYSFS_ROOT: await aNicOnlyNode().writeTo(join(scratch, 'sys')),
+      MODULE_ROOT: join(scratch, 'root'),
+      MODPROBE_CONFIG_DIR: join(scratch, 'modprobe.d'),
+      CACHE_DIR: join(scratch, 'cache'),
+      READY_FILE: join(scratch, 'run', '.driver-ready'),
+      LOCK_PATH: join(scratch, 'run', 'agent.lock'),
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      KERNEL_ADAPTER: 'simulated',
+      KUBECONFIG: kubeconfigPath,
+    });
+    try {
+      await waitUntil('the pod Ready through its gate', async () => {
+        const p = await core.readNamespacedPod({ name: pod, namespace: ns.name });
+        return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+      }, { timeoutMs: 120_000, intervalMs: 200 });
+      const labels = await waitUntil('the driver labels on the node', async () => {
+        const l = (await core.readNode({ name: nodeName })).metadata?.labels ?? {};
+        return l[keys.driverReady] === 'true' ? l : undefined;
+      });
+      expect(labels).toMatchObject({ [keys.devicePresent]: 'true', [keys.deviceCount]: '2', [keys.driverVersion]: '24.10-1.1.4.0' });
+      await new Promise((r) => setTimeout(r, 1_000));
+      const refused = agent.lines.filter((l) => l.level === 'warn' || l.level === 'error');
+      expect(refused.map((l) => `${l.msg}: ${JSON.stringify(l.err)}`)).toEqual([]);
+      const events = await waitUntil('the DriverLoaded Event on the node', async () => {
+        const list = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${nodeName}` });
+        const found = list.items.filter((e) => e.reason === 'DriverLoaded');
+        return found.length > 0 ? found : undefined;
+      }, { timeoutMs: 15_000 });
+      expect(events[0]?.source?.component).toBe('driver-rollout-agent');
+      agent.signal('SIGTERM');
+      expect(await agent.exited).toBe(0);
+    } finally {
+      if (!agent.hasExited()) agent.signal('SIGKILL');
+      await agent.exited;
+    }
+  });
+});
