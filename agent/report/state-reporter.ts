@@ -1,3 +1,4 @@
+import { apiErrorMessage, apiStatusCode } from '../../shared/kube/api-error.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { DriverKeys } from '../../shared/keys.ts';
 import type { AgentMetrics } from './agent-metrics.ts';
@@ -57,7 +58,7 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
     if (write === undefined) return undefined;
     const w = createLatestWinsWriter<T>(write, {
       retryDelayMs: options.retryDelayMs,
-      onError: (error, attempt) => { log.warn({ err: error, attempt }, `cannot write the ${what}; retrying`); },
+      onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, `cannot write the ${what}; retrying`); },
     });
     writers.push(w);
     return w;
@@ -121,7 +122,9 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
     if (state.phase === 'Failed') event = { type: 'Warning', reason: state.reason, message: state.message };
     else if (state.phase === 'Loaded' && previous.phase !== 'Loaded') event = { type: 'Normal', reason: 'DriverLoaded', message: state.message };
     if (event === undefined) return;
-    record(event).catch((error: unknown) => { log.warn({ err: error, reason: event.reason }, 'cannot record the node event'); });
+    record(event).catch((error: unknown) => {
+      log.warn({ reason: event.reason, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot record the node event');
+    });
   }
 }
 
