@@ -41,12 +41,47 @@ export function decideReload(
   return reasons.length === 0 ? { kind: 'fast-path' } : { kind: 'load', reason: reasons.join('; ') };
 }
 
-const TRUE_WORDS = new Set(['1', 'y', 'Y', 'true', 'on']);
-const FALSE_WORDS = new Set(['0', 'n', 'N', 'false', 'off']);
-
-/** sysfs shows bool parameters as Y/N whatever was passed (1, y, true, on...). */
+/**
+ * Whether the value /sys/module shows is the one `configured` sets. The kernel keeps a parameter
+ * in its type and shows it in its own spelling, whatever modprobe passed: a bool as Y/N (kstrtobool
+ * reads the first letter: yes, true, 1, on...), an integer in decimal (kstrtoint with base 0 takes
+ * 0x31 and 061 for 49), arrays comma-separated. Seen on Debian 6.1 under QEMU (test/kernel):
+ * polynomial=0x31 verbose=yes show as 49 and Y, and comparing spellings reloaded forever.
+ * Without the parameter's type, a string parameter whose old and new values are one number
+ * spelled twice ("49" then "0x31") counts as unchanged.
+ */
 export function isSameParameterValue(sysfsValue: string, configured: string): boolean {
-  if (sysfsValue === 'Y') return TRUE_WORDS.has(configured);
-  if (sysfsValue === 'N') return FALSE_WORDS.has(configured);
-  return sysfsValue === configured;
+  if (sysfsValue === configured) return true;
+  const shown = sysfsValue.split(',');
+  const asked = configured.split(',');
+  return shown.length === asked.length && shown.every((value, i) => isSameScalar(value, asked[i] ?? ''));
+}
+
+function isSameScalar(shown: string, asked: string): boolean {
+  if (shown === asked) return true;
+  if (shown === 'Y' || shown === 'N') return kernelBool(asked) === (shown === 'Y');
+  const number = kernelInteger(shown);
+  return number !== undefined && number === kernelInteger(asked);
+}
+
+/** lib/kstrtox.c kstrtobool: the first letter decides; "on"/"off" by the second. */
+function kernelBool(text: string): boolean | undefined {
+  const first = text.charAt(0);
+  if ('yYtT1'.includes(first) && first !== '') return true;
+  if ('nNfF0'.includes(first) && first !== '') return false;
+  if (first === 'o' || first === 'O') {
+    const second = text.charAt(1).toLowerCase();
+    if (second === 'n') return true;
+    if (second === 'f') return false;
+  }
+  return undefined;
+}
+
+/** lib/kstrtox.c with base 0: an optional sign, then 0x/0X hex, 0 octal, or decimal. */
+function kernelInteger(text: string): bigint | undefined {
+  const match = /^([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)$/.exec(text);
+  const digits = match?.[2];
+  if (digits === undefined) return undefined;
+  const value = /^0[xX]/.test(digits) ? BigInt(digits) : /^0[0-7]/.test(digits) ? BigInt(`0o${digits.slice(1)}`) : BigInt(digits);
+  return match?.[1] === '-' ? -value : value;
 }

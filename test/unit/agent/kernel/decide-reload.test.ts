@@ -56,6 +56,11 @@ describe('decideReload', () => {
     ['Y', '1', true], ['Y', 'y', true], ['Y', 'on', true], ['Y', '0', false],
     ['N', 'n', true], ['N', 'false', true], ['N', 'Y', false],
     ['hello', 'hello', true], ['1', 'Y', false],
+    // kstrtobool reads the first letter: what modprobe passed for a bool shows as Y/N.
+    ['Y', 'yes', true], ['Y', 'True', true], ['N', 'no', true], ['N', 'OFF', true], ['Y', 'off', false], ['Y', '', false],
+    // Integers show in decimal: hex and octal spellings are the same number.
+    ['49', '0x31', true], ['49', '061', true], ['49', '+49', true], ['-1', '-0x1', true], ['49', '0x30', false], ['49', '49abc', false],
+    ['0x31', '49', true], ['1,16,3', '1,0x10,3', true], ['1,16', '1,16,3', false],
   ])('sysfs %s and configured %s are the same value: %s', (sysfs, configured, same) => {
     expect(isSameParameterValue(sysfs, configured)).toBe(same);
   });
