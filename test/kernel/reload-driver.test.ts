@@ -267,6 +267,19 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(loaded.kernelLog).toContainEqual(expect.stringContaining('drsample_crc loaded (table[1]=0x07)'));
   });
 
+  // modprobe passes a value as written; /sys/module shows it as the kernel stores it.
+  it("takes the fast path when /sys/module shows the configured values in the kernel's spelling (0x31 as 49, yes as Y)", async () => {
+    const loadCrc8 = await guest.run('modprobe crc8');
+    expect(loadCrc8.exitCode, loadCrc8.stderr).toBe(0);
+    const tree = freshTree();
+    const parameters = { [CRC]: { polynomial: '0x31', verbose: 'yes' } };
+    const steps = await runInGuest('parameter spelling', [reload(crcDriver, tree, parameters), reload(crcDriver, tree, parameters)], [], [CRC]);
+    const first = step(steps, 0);
+    expect(first.after[CRC]?.parameters).toEqual({ polynomial: '49', verbose: 'Y' });
+    expect(first.kernelLog).toContainEqual(expect.stringContaining('drsample_crc loaded (table[1]=0x31, verbose)'));
+    expect(step(steps, 1).result).toMatchObject({ outcome: 'fast-path', unloaded: [] });
+  });
+
   // The unit and integration tests, and the demo, run the agent on the simulated kernel; it is
   // only worth what it shares with the real one. The same steps on both must read the same.
   it('the simulated kernel agrees with the real one, step by step', async () => {
