@@ -1,6 +1,6 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../shared/logger.ts';
-import { startClusterCaches } from './cluster/cluster-caches.ts';
+import { startClusterCaches, type CacheKind } from './cluster/cluster-caches.ts';
 import type { CoordinatorConfig } from './config.ts';
 import { createKubeClusterWriter } from './execute/kube-cluster-writer.ts';
 import { createKubeLeasePort } from './leader/kube-lease-port.ts';
@@ -30,8 +30,8 @@ export async function runCoordinator(
 ): Promise<CoordinatorHandle> {
   const { kc, logger } = deps;
   const metrics = new CoordinatorMetrics();
-  let trigger = (): void => undefined;
-  const caches = startClusterCaches({ kc, namespaces: config.namespaces, logger, onChange: () => { trigger(); } });
+  let onChange: (kind: CacheKind, object?: KubernetesObject) => void = () => undefined;
+  const caches = startClusterCaches({ kc, namespaces: config.namespaces, logger, onChange: (kind, object) => { onChange(kind, object); } });
   const reconciler = createReconciler({
     caches,
     writer: createKubeClusterWriter(kc, { component: COORDINATOR_COMPONENT, instance: config.identity }),
@@ -39,7 +39,9 @@ export async function runCoordinator(
     metrics,
     logger,
   });
-  trigger = () => { reconciler.trigger(); };
+  onChange = (kind, object) => {
+    if (reconciler.isRelevant(kind, object)) reconciler.trigger();
+  };
   const http = await serveHttp({ registry: metrics.registry, notReadyReason: () => caches.notSyncedReason(), logger }, config.metricsPort, signal);
   logger.info({ port: http.port, identity: config.identity, namespaces: config.namespaces }, 'coordinator started');
   const election = runLeaderElection(

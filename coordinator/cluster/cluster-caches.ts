@@ -21,6 +21,8 @@ import {
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { startInformer, type ResourceCache, type ResourceInformer } from './resource-informer.ts';
 
+export type CacheKind = 'nodes' | 'pods' | 'daemonsets' | 'controllerrevisions' | 'poddisruptionbudgets' | 'driverrollouts';
+
 /** Index names used with `byIndex`. */
 export const BY_NODE = 'node';
 export const BY_CONTROLLER = 'controller';
@@ -46,7 +48,8 @@ export interface ClusterCacheOptions {
   /** Namespaces of DriverRollouts and their DaemonSets; empty: all. Nodes, pods and PDBs are always cluster-wide. */
   readonly namespaces: readonly string[];
   readonly logger: Logger;
-  readonly onChange: () => void;
+  /** Every cache change, with the kind (`nodes`, `pods`, ...) and the object (none when a cache has just synced). */
+  readonly onChange: (kind: CacheKind, object?: KubernetesObject) => void;
 }
 
 const controllerUid = (o: KubernetesObject): string | undefined =>
@@ -79,7 +82,17 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
     list: () => Promise<KubernetesListObject<T>>,
     indexes?: Readonly<Record<string, (o: T) => string | undefined>>,
   ): ResourceInformer<T> => {
-    const informer = startInformer<T>({ kc, path, list, logger, onChange, ...(indexes === undefined ? {} : { indexes }) });
+    const kind = name.replace(/\(.*\)$/, '') as CacheKind;
+    const informer = startInformer<T>({
+      kc,
+      path,
+      list,
+      logger,
+      onChange: (object) => {
+        onChange(kind, object);
+      },
+      ...(indexes === undefined ? {} : { indexes }),
+    });
     all.push({ name, informer });
     return informer;
   };

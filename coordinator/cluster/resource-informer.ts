@@ -25,8 +25,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   readonly path: string;
   readonly list: () => Promise<KubernetesListObject<T>>;
   readonly logger: Logger;
-  /** Called on every add, update and delete (after the cache changed). */
-  readonly onChange: () => void;
+  /** Called on every add, update and delete (after the cache changed) with the object; without one once synced. */
+  readonly onChange: (object?: T) => void;
   /** Secondary indexes for `byIndex`, by name: each gives an object's key (e.g. a pod's node name) or undefined. */
   readonly indexes?: Readonly<Record<string, (object: T) => string | undefined>>;
   readonly labelSelector?: string;
@@ -84,13 +84,13 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
       keys.set(name, indexKey);
     }
     if (keys.size > 0) indexKeys.set(key, keys);
-    options.onChange();
+    options.onChange(object);
   };
   const remove = (object: T): void => {
     const key = keyOf(object);
     objects.delete(key);
     unindex(key);
-    options.onChange();
+    options.onChange(object);
   };
 
   const listWatch = new ListWatch<T>(options.path, new Watch(options.kc), options.list, false, options.labelSelector);

@@ -1,8 +1,8 @@
-import type { V1Node } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Node, V1Pod } from '@kubernetes/client-node';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { buildSnapshot, freshest } from '../cluster/build-snapshot.ts';
-import type { ClusterCaches } from '../cluster/cluster-caches.ts';
+import type { CacheKind, ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import { executePlan } from '../execute/execute-plan.ts';
 import type { CoordinatorMetrics, RolloutLabels } from '../metrics/coordinator-metrics.ts';
@@ -32,6 +32,12 @@ export interface ReconcilerDeps {
 export interface Reconciler {
   /** Call on every cache change; cheap, coalesced. */
   trigger(): void;
+  /**
+   * Whether a change to this object can matter to a plan. Pods matter only on nodes some
+   * DriverRollout manages (as of the last pass) or when a DaemonSet owns them (a driver pod,
+   * maybe on a new node): on a large cluster most pod churn is elsewhere and wakes nothing.
+   */
+  isRelevant(kind: CacheKind, object?: KubernetesObject): boolean;
   /** The leader's loop: passes until `signal` aborts; resolves once no write is in flight. */
   run(signal: AbortSignal): Promise<void>;
 }
@@ -53,6 +59,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const evictionBlocked = new Map<string, { at: number; message: string; namespace: string; name: string; node: string }>();
   const parsed = new Map<string, { generation: number; result: ParseResult }>();
   const known = new Map<string, RolloutLabels>();
+  /** Nodes in any snapshot of the last pass. */
+  let relevantNodes = new Set<string>();
+  let nextRelevantNodes = new Set<string>();
   // What this replica last wrote per DriverRollout uid: a status the API server prunes (a schema
   // missing a field) must not be rewritten on every pass, each write waking the next pass.
   const lastWritten = new Map<string, unknown>();
@@ -119,6 +128,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const reconcileValid = async (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, signal: AbortSignal): Promise<number | null> => {
     const nowMs = now();
     const snapshot = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes, evictionBlocked });
+    for (const n of snapshot.nodes) nextRelevantNodes.add(n.name);
     const plan = deps.plan(snapshot, policy, nowMs);
     const failures = await executePlan(plan.nodePlans, {
       writer: deps.writer,
@@ -157,6 +167,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
   const pass = async (signal: AbortSignal): Promise<void> => {
     const started = performance.now();
+    nextRelevantNodes = new Set();
     forgetStale(now());
     let nextWakeAt: number | null = null;
     const seen = new Set<string>();
@@ -184,6 +195,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         known.delete(key);
       }
     }
+    relevantNodes = nextRelevantNodes;
     deps.metrics.observeReconcile((performance.now() - started) / 1000);
     if (nextWakeAt !== null) wake.wakeAt(nextWakeAt, now());
   };
@@ -191,6 +203,13 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   return {
     trigger: () => {
       wake.trigger();
+    },
+    isRelevant: (kind, object) => {
+      if (kind !== 'pods' || object === undefined) return true;
+      const pod = object as V1Pod;
+      const node = pod.spec?.nodeName ?? '';
+      if (node === '') return false;
+      return relevantNodes.has(node) || pod.metadata?.ownerReferences?.some((r) => r.controller === true && r.kind === 'DaemonSet') === true;
     },
     async run(signal) {
       await Promise.race([deps.caches.synced, new Promise((resolve) => { signal.addEventListener('abort', resolve, { once: true }); })]);

@@ -75,6 +75,7 @@ function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: Ret
     writer,
     nodes: base.nodes,
     passes: () => passes,
+    isRelevant: (kind: Parameters<Reconciler['isRelevant']>[0], object?: Parameters<Reconciler['isRelevant']>[1]) => reconciler.isRelevant(kind, object),
     stateOf: (name: string) => writer.nodes.get(name)?.metadata?.labels?.[keys.upgradeState],
     stop: async () => {
       stop.abort();
@@ -105,6 +106,20 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     await waitFor(() => cluster.writer.events.slice(before).some((e) => e.message === 'Successfully updated node state label to [upgrade-required]'));
     const ms = Date.now() - started;
     expect(ms).toBeLessThan(100);
+  });
+
+  it('wakes for pod changes only on managed nodes, or for DaemonSet pods anywhere', async () => {
+    const cluster = aCluster([aNode('n1')], {});
+    await waitFor(() => cluster.stateOf('n1') === 'upgrade-done');
+    const cases = [
+      { pod: aPod('ml', 'a', 'n1'), relevant: true },
+      { pod: aPod('ml', 'b', 'elsewhere'), relevant: false },
+      { pod: aPod('ml', 'c', ''), relevant: false },
+      { pod: aPod('gpu-operator', 'driver-new', 'new-node', { owner: { kind: 'DaemonSet', uid: 'x' } }), relevant: true },
+    ];
+    for (const { pod, relevant } of cases) expect([pod.metadata?.name, cluster.isRelevant('pods', pod)]).toEqual([pod.metadata?.name, relevant]);
+    expect(cluster.isRelevant('nodes', aNode('anything'))).toBe(true);
+    expect(cluster.isRelevant('pods')).toBe(true);
   });
 
   it('fires a timeout from a timer at the plan’s deadline, without polling', async () => {
