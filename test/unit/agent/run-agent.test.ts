@@ -88,13 +88,15 @@ function startAgent(node: Node, options: { unloadOnStop?: boolean; cacheDir?: st
     now: () => new Date(),
     retryDelayMs: () => 10,
   });
-  // Every state the flow reports, in order: some pass by faster than any poll could see.
+  // Every state the flow reports, in order, once the local views show it: some pass by faster
+  // than any poll could see. (Local updates apply in report order, so this order is theirs.)
   const seen: DriverState[] = [];
   const reporter: StateReporter = {
     ...inner,
     report: (state) => {
-      seen.push(state);
-      return inner.report(state);
+      const shown = inner.report(state);
+      void shown.then(() => seen.push(state), () => seen.push(state));
+      return shown;
     },
   };
   const stop = new AbortController();
