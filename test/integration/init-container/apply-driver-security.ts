@@ -21,7 +21,8 @@ type Doc = KubernetesObject & {
 
 /**
  * Applies manifests/driver-rbac.yaml and manifests/safe-load-policy.yaml as shipped, moved to
- * `namespace`, with `suffix` appended to the names of cluster-scoped objects so that tests on
+ * `namespace` (those in `default` stay there), with `suffix` appended to the names of cluster-scoped
+ * and `default` objects so that tests on
  * the shared cluster never collide. Nothing else in them is changed.
  */
 export async function applyDriverSecurity(kc: KubeConfig, namespace: string, suffix: string): Promise<DriverSecurity> {
@@ -52,8 +53,11 @@ export async function applyDriverSecurity(kc: KubeConfig, namespace: string, suf
 function instantiate(doc: Doc, namespace: string, suffix: string): Doc {
   const out = structuredClone(doc);
   out.metadata ??= {};
-  if (CLUSTER_SCOPED.has(out.kind ?? '')) out.metadata.name = `${out.metadata.name ?? ''}-${suffix}`;
+  // Objects the manifest puts in `default` (node Events' RBAC) must stay there: renamed instead.
+  const inDefault = out.metadata.namespace === 'default';
+  if (CLUSTER_SCOPED.has(out.kind ?? '') || inDefault) out.metadata.name = `${out.metadata.name ?? ''}-${suffix}`;
   else out.metadata.namespace = namespace;
+  if (inDefault && out.roleRef?.kind === 'Role') out.roleRef.name = `${out.roleRef.name}-${suffix}`;
   for (const s of out.subjects ?? []) if (s.kind === 'ServiceAccount') s.namespace = namespace;
   if (out.roleRef?.kind === 'ClusterRole') out.roleRef.name = `${out.roleRef.name}-${suffix}`;
   if (out.kind === 'ValidatingAdmissionPolicyBinding' && out.spec?.policyName !== undefined) out.spec.policyName = `${out.spec.policyName}-${suffix}`;
