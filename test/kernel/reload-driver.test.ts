@@ -108,6 +108,7 @@ function loadedSrcversions(s: StepReport): Record<string, string | undefined> {
 function comparable(s: StepReport): unknown {
   return {
     kind: s.kind,
+    unloaded: s.unloaded,
     outcome: s.result === undefined ? undefined : { outcome: s.result.outcome, reason: s.result.reason, unloaded: s.result.unloaded },
     loadOrder: s.result?.loadOrder.map((l) => `${l.module} ${l.options}`),
     error: s.error === undefined ? undefined : `${s.error.name}: ${s.error.message}`,
@@ -280,6 +281,29 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(step(steps, 1).result).toMatchObject({ outcome: 'fast-path', unloaded: [] });
   });
 
+  it('unloads a competing inbox module before loading, and unloads the driver holders first on stop', async () => {
+    // dummy (drivers/net/dummy.ko) stands for nouveau: an inbox module that would take the device.
+    const loadDummy = await guest.run('modprobe dummy');
+    expect(loadDummy.exitCode, loadDummy.stderr).toBe(0);
+    const tree = freshTree();
+    const steps = await runInGuest(
+      'competing module and unload on stop',
+      [{ ...reload(v1, tree), competingModules: ['dummy'] }, { kind: 'unload-driver', driver: 'drsample', modules: [CORE, NET] }],
+      [],
+      [CORE, NET, 'dummy'],
+    );
+    const load = step(steps, 0);
+    expect(load.result?.unloaded).toEqual(['dummy']);
+    expect(load.after).toMatchObject({ dummy: null, [CORE]: { version: '1.0.0' }, [NET]: { version: '1.0.0' } });
+    const configFiles = await guest.run(`ls ${tree.configDir}`);
+    expect(configFiles.stdout.split('\n').filter((f) => f !== '')).toEqual(['driver-rollout-drsample.conf']);
+
+    const stop = step(steps, 1);
+    expect(stop.unloaded).toEqual([NET, CORE]);
+    expect(moduleEvents(stop)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`]);
+    expect(stop.after).toEqual({ [CORE]: null, [NET]: null, dummy: null });
+  });
+
   // The unit and integration tests, and the demo, run the agent on the simulated kernel; it is
   // only worth what it shares with the real one. The same steps on both must read the same.
   it('the simulated kernel agrees with the real one, step by step', async () => {
@@ -297,6 +321,11 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       { kind: 'unload-module', module: CORE },
       { kind: 'open-device', device: DEVICE },
       { kind: 'unload-module', module: NET },
+      reload(v1, tree, { [CORE]: { greeting: 'one' } }),
+      { kind: 'hold-device', device: DEVICE },
+      { kind: 'unload-driver', driver: 'drsample', modules: [CORE, NET] },
+      { kind: 'release-device' },
+      { kind: 'unload-driver', driver: 'drsample', modules: [CORE, NET] },
     ];
     const real = await runInGuest('simulated vs real', steps(freshTree()), ['ModuleBusyError', 'DriverInUseError', 'ConfigError', 'KernelCommandError']);
 

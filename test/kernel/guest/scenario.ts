@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { KernelPort, ModuleTree } from '../../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
 import { reloadDriver, type DriverToLoad, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
-import type { DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
+import { unloadDriver, type DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
 import { DriverRolloutError } from '../../../shared/errors.ts';
 import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
 
@@ -19,7 +19,11 @@ export type ScenarioStep =
       readonly parameters: ModuleParameters;
       /** Device files whose holders a refusal should name (the agent's opt-in /proc scan). */
       readonly deviceUsers?: DeviceUserLookup;
+      /** Inbox modules to unload first and blacklist during the reload. */
+      readonly competingModules?: readonly string[];
     }
+  /** The agent unloads the driver (on stop, when configured to): unloadDriver. */
+  | { readonly kind: 'unload-driver'; readonly driver: string; readonly modules: readonly string[] }
   /** A workload starts with the device open and keeps it open. */
   | { readonly kind: 'hold-device'; readonly device: string }
   /** That workload ends. */
@@ -39,6 +43,8 @@ export interface StepReport {
   readonly kind: ScenarioStep['kind'];
   readonly durationMs: number;
   readonly result?: ReloadResult;
+  /** For unload-driver: the modules unloaded, in order. */
+  readonly unloaded?: readonly string[];
   readonly error?: { readonly name: string; readonly message: string; readonly fields: Readonly<Record<string, unknown>> };
   /** For hold-device: the pid of the process holding the device, when the workload is a process. */
   readonly holderPid?: number;
@@ -89,7 +95,7 @@ export async function runScenario(world: ScenarioWorld, scenario: Scenario, logg
   return { steps: reports };
 }
 
-type StepOutcome = Pick<StepReport, 'result' | 'error' | 'holderPid' | 'openError'>;
+type StepOutcome = Pick<StepReport, 'result' | 'unloaded' | 'error' | 'holderPid' | 'openError'>;
 
 async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger): Promise<StepOutcome> {
   switch (step.kind) {
@@ -101,9 +107,17 @@ async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger)
           parameters: step.parameters,
           logger,
           ...(step.deviceUsers === undefined ? {} : { deviceUsers: step.deviceUsers }),
+          ...(step.competingModules === undefined ? {} : { competingModules: step.competingModules }),
         });
       });
       return result === undefined ? failure : { result };
+    }
+    case 'unload-driver': {
+      let unloaded: readonly string[] | undefined;
+      const failure = await reportError(async () => {
+        unloaded = await unloadDriver(world.kernel, step.driver, step.modules, logger);
+      });
+      return unloaded === undefined ? failure : { unloaded };
     }
     case 'hold-device': {
       const pid = await world.holdDevice(step.device);
