@@ -65,6 +65,13 @@ export interface AgentConfig {
    * host-path mount, by the host's own modprobe (udev), so a blacklisted nouveau stays away.
    */
   readonly modprobeConfigDir: string;
+  /**
+   * Device files of the driver (`/dev/nvidia`, `/dev/infiniband/`): when set, a "driver is in use"
+   * refusal names the processes (and pods) holding them, found in `procDir` (the host's /proc:
+   * the pod needs hostPID). Empty: the refusal names the modules and counts only.
+   */
+  readonly deviceFilePrefixes: readonly string[];
+  readonly procDir: string;
   /** The simulated kernel (`--kernel simulated`) only: tests and the demo. */
   readonly simulated: SimulatedKernelSettings;
 }
@@ -119,6 +126,8 @@ const FLAGS = [
   'signing-key',
   'signing-cert',
   'modprobe-config-dir',
+  'device-file-prefixes',
+  'proc-dir',
   'simulated-kernel-release',
   'simulated-load-seconds',
   'simulated-init-failure',
@@ -184,6 +193,8 @@ const schema = z.object({
   'signing-key': optional,
   'signing-cert': optional,
   'modprobe-config-dir': z.string().default('/run/modprobe.d'),
+  'device-file-prefixes': optional,
+  'proc-dir': z.string().default('/proc'),
   'simulated-kernel-release': optional,
   'simulated-load-seconds': z.coerce.number().min(0).default(0),
   'simulated-init-failure': optional,
@@ -266,6 +277,8 @@ function assemble(c: Raw, problems: ConfigProblem[]): AgentConfig {
     makeVariables: keyValues(c['make-variables'], 'make-variables', problems),
     signing: signing(c, problems),
     modprobeConfigDir: c['modprobe-config-dir'],
+    deviceFilePrefixes: absolutePaths(c, 'device-file-prefixes', problems),
+    procDir: c['proc-dir'],
     simulated: {
       kernelRelease: c['simulated-kernel-release'],
       loadMs: c['simulated-load-seconds'] * 1000,
@@ -290,6 +303,13 @@ function driverSource(c: Raw, problems: ConfigProblem[]): DriverSource {
     problems.push(problem('driver-source-dir', 'required: a kbuild source directory, or --driver-source-url with --driver-source-sha256'));
   }
   return { kind: 'directory', path: dir ?? '' };
+}
+
+function absolutePaths(c: Raw, field: 'device-file-prefixes', problems: ConfigProblem[]): string[] {
+  const paths = splitList(c[field] ?? '');
+  const bad = paths.filter((p) => !p.startsWith('/'));
+  if (bad.length > 0) problems.push(problem(field, `not absolute paths: ${bad.join(', ')}`));
+  return paths;
 }
 
 function splitList(text: string): string[] {

@@ -1,4 +1,3 @@
-import type { LoadedModule } from '../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../shared/logger.ts';
 import { buildDriver } from './build/build-driver.ts';
 import type { BuiltDriver } from './build/built-driver.ts';
@@ -6,10 +5,10 @@ import type { AgentConfig } from './config.ts';
 import { detectNode } from './detect/detect-node.ts';
 import type { HostInfoPort } from './detect/host-info.ts';
 import { decideReload } from './kernel/decide-reload.ts';
-import { DriverInUseError, DriverVerificationError } from './kernel/kernel-errors.ts';
+import { DriverVerificationError } from './kernel/kernel-errors.ts';
 import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
-import { planUnload } from './kernel/plan-unload.ts';
 import { reloadDriver } from './kernel/reload-driver.ts';
+import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
 
 /** The flow's steps over detection, buildDriver and reloadDriver. */
@@ -17,6 +16,9 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const toLoad = (built: BuiltDriver) => (config.modules.length > 0 ? config.modules : built.modules.map((m) => m.name));
   let lastBuilt: BuiltDriver | undefined;
+  // Names the processes behind a "driver is in use" refusal when the device files are known.
+  const deviceUsers: DeviceUserLookup | undefined =
+    config.deviceFilePrefixes.length === 0 ? undefined : { devicePrefixes: config.deviceFilePrefixes, procDir: config.procDir };
 
   return {
     detect: () =>
@@ -46,6 +48,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         parameters: config.moduleParameters,
         loadModules: toLoad(built),
         competingModules: config.blacklist,
+        ...(deviceUsers === undefined ? {} : { deviceUsers }),
         logger: log,
       });
       const summary =
@@ -56,7 +59,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     },
 
     async verify(built) {
-      const loaded = await readLoaded(kernel, built.modules.map((m) => m.name));
+      const loaded = await readLoadedModules(kernel, built.modules.map((m) => m.name));
       const decision = decideReload(built.modules, toLoad(built), loaded, config.moduleParameters);
       if (decision.kind !== 'fast-path') {
         throw new DriverVerificationError(`the driver is not loaded as built: ${decision.reason}`, { reason: decision.reason });
@@ -66,19 +69,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
 
     async unload() {
       if (lastBuilt === undefined) return;
-      const loaded = await readLoaded(kernel, lastBuilt.modules.map((m) => m.name));
-      const plan = planUnload([...loaded.values()]);
-      if (plan.kind === 'in-use') throw new DriverInUseError(config.driver, plan.inUse);
-      for (const module of plan.order) await kernel.unload(module);
+      await unloadDriver(kernel, config.driver, lastBuilt.modules.map((m) => m.name), log, deviceUsers);
     },
   };
-}
-
-async function readLoaded(kernel: KernelPort, names: readonly string[]): Promise<Map<string, LoadedModule>> {
-  const loaded = new Map<string, LoadedModule>();
-  for (const name of names) {
-    const module = await kernel.readModule(name);
-    if (module !== undefined) loaded.set(module.name, module);
-  }
-  return loaded;
 }

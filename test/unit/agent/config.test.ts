@@ -66,7 +66,10 @@ describe('parseAgentConfig', () => {
       DEVICE_VENDORS: '15B3',
       DEVICE_CLASSES: '0207',
       HEADERS_DIRS: '/host/usr/src/linux-headers-{kernel},/host/usr/src/kernels/{kernel}',
+      DEVICE_FILE_PREFIXES: '/dev/infiniband/uverbs /dev/infiniband/rdma_cm',
     });
+    expect(c.deviceFilePrefixes).toEqual(['/dev/infiniband/uverbs', '/dev/infiniband/rdma_cm']);
+    expect(c.procDir).toBe('/proc');
     expect(c.headersDirs).toEqual(['/host/usr/src/linux-headers-{kernel}', '/host/usr/src/kernels/{kernel}']);
     expect(c.modules).toEqual(['mlx5_core', 'mlx5_ib']);
     expect(c.moduleParameters).toEqual({ mlx5_core: { prof_sel: '2', debug_mask: '0' }, mlx5_ib: { dc_cnak_qp_depth: '4096' } });
@@ -90,6 +93,7 @@ describe('parseAgentConfig', () => {
     { what: 'a bad kernel adapter', env: { KERNEL_ADAPTER: 'qemu' }, path: '--kernel / KERNEL_ADAPTER' },
     { what: 'a bad boolean', env: { UNLOAD_ON_STOP: 'maybe' }, path: '--unload-on-stop / UNLOAD_ON_STOP' },
     { what: 'a retry cap below the first delay', env: { RETRY_INITIAL_SECONDS: '60', RETRY_MAX_SECONDS: '10' }, path: '--retry-max-seconds / RETRY_MAX_SECONDS' },
+    { what: 'a relative device file prefix', env: { DEVICE_FILE_PREFIXES: 'dev/nvidia' }, path: '--device-file-prefixes / DEVICE_FILE_PREFIXES' },
     { what: 'a bad simulated failure', env: { SIMULATED_INIT_FAILURE: 'nvidia' }, path: '--simulated-init-failure / SIMULATED_INIT_FAILURE' },
   ])('rejects $what, naming the flag and the variable', ({ env, path }) => {
     const problems = problemsOf([], { ...podEnv, ...env });

@@ -1,4 +1,4 @@
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +18,7 @@ import { createLogger } from '../../../shared/logger.ts';
 import { aNicOnlyNode } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { writeSampleDriverSource } from './agent-fixtures.ts';
 import { installedHeadersKernel } from './build/sample-driver.ts';
+import { holdOpen } from './kernel/fixtures.ts';
 
 // The flow with its real parts: detection on a fixture sysfs tree, a real kbuild of the sample
 // driver (compiled once, then from the module cache), the real node lock, and the simulated
@@ -58,7 +59,15 @@ type Node = Awaited<ReturnType<typeof aNode>>;
 let agentCount = 0;
 
 /** Starts runAgent on `node`; returns its reporter, its stop switch and its completion. */
-function startAgent(node: Node, options: { unloadOnStop?: boolean; cacheDir?: string } = {}) {
+interface AgentOptions {
+  readonly unloadOnStop?: boolean;
+  readonly cacheDir?: string;
+  readonly version?: string;
+  readonly source?: string;
+  readonly deviceFilePrefixes?: string;
+}
+
+function startAgent(node: Node, options: AgentOptions = {}) {
   const name = `agent-${++agentCount}`;
   const config: AgentConfig = parseAgentConfig([], {
     NODE_NAME: 'n1',
@@ -66,8 +75,9 @@ function startAgent(node: Node, options: { unloadOnStop?: boolean; cacheDir?: st
     POD_NAMESPACE: 'ns',
     DRIVER_NAME: 'drsample',
     DEVICE_KIND: 'nic',
-    DRIVER_VERSION: '2.0.0',
-    DRIVER_SOURCE_DIR: source,
+    DRIVER_VERSION: options.version ?? '2.0.0',
+    DRIVER_SOURCE_DIR: options.source ?? source,
+    DEVICE_FILE_PREFIXES: options.deviceFilePrefixes ?? '',
     KERNEL_VERSION: kernel,
     SYSFS_ROOT: node.sysfsRoot,
     MODULE_ROOT: join(node.dir, 'root'),
@@ -228,6 +238,37 @@ describe('runAgent with the simulated kernel', () => {
     second.stop();
     await second.done;
   });
+
+  it('an upgrade refused because the driver is in use names the module and the process holding its device', async () => {
+    const node = await aNode();
+    const v2 = startAgent(node);
+    await v2.next('Loaded');
+    v2.stop();
+    await v2.done;
+    // A workload opens the driver's device: refcnt above holders in /sys/module, and a real
+    // process with the device file open in /proc.
+    const user = await node.kernel.openDevice('drsample_core');
+    const device = join(node.dir, 'dev', 'drsample0');
+    await mkdir(join(node.dir, 'dev'), { recursive: true });
+    await writeFile(device, '');
+    const holder = await holdOpen(device);
+    try {
+      const v3 = startAgent(node, { version: '3.0.0', source: await writeSampleDriverSource(join(node.dir, 'src-3'), '3.0.0'), deviceFilePrefixes: join(node.dir, 'dev', 'drsample') });
+      const refused = await v3.next('Failed', 60_000);
+      expect(refused.reason).toBe('DriverInUse');
+      expect(refused.message).toContain('driver is in use: drsample_core');
+      expect(refused.message).toContain(`pid ${String(holder.pid)} (sleep) has ${device} open`);
+      expect(insmods(node.kernel)).toEqual(['drsample_core', 'drsample_net']);
+      // The workload goes away (the node was drained): the retry replaces the driver.
+      await user.close();
+      const loaded = await v3.next('Loaded');
+      expect(loaded.driverVersion).toBe('3.0.0');
+      v3.stop();
+      await v3.done;
+    } finally {
+      holder.kill();
+    }
+  }, 60_000);
 
   it('SIGTERM during a compile stops it promptly and loads nothing', async () => {
     const node = await aNode();
