@@ -249,9 +249,9 @@ export class RolloutWorld {
     return { violations, events: () => events, stop };
   }
 
-  async events(reason: string, namespace = 'default'): Promise<{ object: string; message: string; type: string }[]> {
+  async events(reason: string, namespace = 'default'): Promise<{ object: string; message: string; type: string; instance: string }[]> {
     const list = await this.core.listNamespacedEvent({ namespace, fieldSelector: `reason=${reason}` });
-    return list.items.map((e) => ({ object: e.involvedObject.name ?? '', message: e.message ?? '', type: e.type ?? '' }));
+    return list.items.map((e) => ({ object: e.involvedObject.name ?? '', message: e.message ?? '', type: e.type ?? '', instance: e.reportingInstance ?? '' }));
   }
 
   /** A bare pod (no controller) bound to `node`, e.g. a workload the drain must evict. */

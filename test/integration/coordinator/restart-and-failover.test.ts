@@ -89,6 +89,10 @@ describe('the coordinator process', () => {
     const leader = await waitUntil('a leader', () => leaseHolder(kc, world.ns.name), { timeoutMs: 30_000 });
     await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));
 
+    // Only the leader wrote: every Event so far was recorded by it.
+    const reporters = new Set((await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).map((e) => e.instance));
+    expect([...reporters]).toEqual([leader]);
+
     const victim = replicas.find((r) => r.identity === leader);
     const standby = replicas.find((r) => r.identity !== leader);
     await victim?.kill('SIGKILL');
