@@ -37,7 +37,10 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
   let observation: LeaseObservation = { record: undefined, observedAtMs: now() };
   let current: LeaseRecord | undefined;
 
-  const attempt = async (): Promise<Attempt> => {
+  // client-node sets no request timeout: a request hanging on a dead connection must neither keep
+  // a leader believing it leads (the watchdog below stops it) nor keep a candidate from retrying.
+  const attempt = (): Promise<Attempt> => firstOf(attemptOnce(), options.renewDeadlineMs, 'failed');
+  const attemptOnce = async (): Promise<Attempt> => {
     try {
       const record = await options.port.read();
       if (record?.resourceVersion !== observation.record?.resourceVersion) {
@@ -68,30 +71,62 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     const work = options.lead(leading.signal)
       .catch((error: unknown) => { log.error({ err: toError(error) }, 'leader work failed'); })
       .finally(stop);
-    let lastRenewMs = now();
-    let stillHolder = true;
+    const term = { stillHolder: true };
+    const lose = (why: string): void => {
+      if (leading.signal.aborted) return;
+      log.warn({ why }, 'lost leadership');
+      term.stillHolder = false;
+      stop();
+    };
+    // Stops leading at the renew deadline even while a renewal request hangs.
+    let watchdog = setTimeout(() => { lose('renew deadline passed'); }, options.renewDeadlineMs);
     for (;;) {
       await delay(options.retryPeriodMs, leading.signal);
       if (leading.signal.aborted) break;
-      const result = await attempt();
-      if (result === 'held') lastRenewMs = now();
-      else if (result === 'other-holder' || now() - lastRenewMs > options.renewDeadlineMs) {
-        log.warn({ result }, 'lost leadership');
-        stillHolder = false;
-        stop();
+      const result = await firstOf(attempt(), leading.signal, 'failed');
+      if (result === 'held') {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => { lose('renew deadline passed'); }, options.renewDeadlineMs);
+      } else if (result === 'other-holder') {
+        lose('another replica holds the lease');
       }
     }
+    clearTimeout(watchdog);
     signal.removeEventListener('abort', stop);
     await work;
-    if (stillHolder) await release(options, current, now(), log);
+    if (term.stillHolder) await release(options, current, now(), log);
     log.info('stopped leading');
   }
+}
+
+/** `promise`'s value, or `fallback` once `limit` (ms, or an abort signal) comes first. */
+function firstOf<T>(promise: Promise<T>, limit: number | AbortSignal, fallback: T): Promise<T> {
+  return new Promise((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const onLimit = (): void => {
+      resolve(fallback);
+    };
+    if (typeof limit === 'number') timer = setTimeout(onLimit, limit);
+    else if (limit.aborted) onLimit();
+    else limit.addEventListener('abort', onLimit, { once: true });
+    promise.then(resolve, () => {
+      resolve(fallback);
+    }).finally(() => {
+      clearTimeout(timer);
+      if (typeof limit !== 'number') limit.removeEventListener('abort', onLimit);
+    });
+  });
 }
 
 async function release(options: LeaderElectionOptions, record: LeaseRecord | undefined, nowMs: number, log: Logger): Promise<void> {
   if (record === undefined) return;
   try {
-    await options.port.replace(releasedLeaseSpec(record, nowMs), record.resourceVersion);
+    const released = await firstOf(
+      options.port.replace(releasedLeaseSpec(record, nowMs), record.resourceVersion).then(() => true),
+      options.renewDeadlineMs,
+      false,
+    );
+    if (!released) log.warn('releasing the lease timed out; a standby takes over when it expires');
   } catch (error) {
     log.warn({ err: toError(error) }, 'could not release the lease; a standby takes over when it expires');
   }

@@ -13,6 +13,8 @@ interface Replica {
   leading: boolean;
   /** While true every Lease request fails, like a replica cut off from the API server. */
   partitioned: boolean;
+  /** While true every Lease request hangs forever, like a dead TCP connection with no timeout. */
+  hung: boolean;
   readonly stop: AbortController;
   done: Promise<void>;
 }
@@ -24,9 +26,11 @@ const replicas: Replica[] = [];
 function startReplica(store: InMemoryLeaseStore, name: string): Replica {
   const inner = store.port();
   const stop = new AbortController();
-  const replica: Replica = { name, leading: false, partitioned: false, stop, done: Promise.resolve() };
-  const guard = <T>(call: () => Promise<T>): Promise<T> =>
-    replica.partitioned ? Promise.reject(new DriverRolloutError('partitioned')) : call();
+  const replica: Replica = { name, leading: false, partitioned: false, hung: false, stop, done: Promise.resolve() };
+  const guard = <T>(call: () => Promise<T>): Promise<T> => {
+    if (replica.hung) return new Promise<T>(() => undefined);
+    return replica.partitioned ? Promise.reject(new DriverRolloutError('partitioned')) : call();
+  };
   const port: LeasePort = {
     read: () => guard(() => inner.read()),
     create: (spec) => guard(() => inner.create(spec)),
@@ -113,6 +117,20 @@ describe('runLeaderElection (in-memory Lease with API-server concurrency rules)'
     const took = await waitFor(() => b.leading, 1_500);
     expect(took).toBeLessThan(1_000);
     expect(overlaps).toEqual([]);
+  });
+
+  it('stops leading at the renew deadline even when its renewal request hangs, before the standby starts', async () => {
+    const store = new InMemoryLeaseStore();
+    const a = startReplica(store, 'a');
+    await waitFor(() => a.leading, 1_000);
+    const b = startReplica(store, 'b');
+    await delay(200);
+    a.hung = true;
+    const stoppedAfter = await waitFor(() => !a.leading, 1_500);
+    expect(stoppedAfter).toBeLessThan(900); // renew deadline 600 ms after the last renewal
+    await waitFor(() => b.leading, 1_500);
+    expect(overlaps).toEqual([]);
+    a.hung = false;
   });
 
   it('campaigns again after losing leadership', async () => {
