@@ -39,11 +39,14 @@ const STEP_REASONS: Readonly<Record<AgentStep, string>> = {
   verify: 'VerifyFailed',
 };
 
-/** Pure: how a failed step is shown to people. Never throws, whatever was thrown. */
-export function describeFailure(step: AgentStep, error: unknown): FailureDescription {
+/**
+ * Pure: how a failed step is shown to people. Never throws, whatever was thrown. `hint` is
+ * what the agent saw that likely explains it (devices bound to a competing driver).
+ */
+export function describeFailure(step: AgentStep, error: unknown, hint?: string): FailureDescription {
   const reason = REASONS.find(([kind]) => error instanceof kind)?.[1] ?? STEP_REASONS[step];
   const why = error instanceof CompileError ? summarizeCompileError(error) : error instanceof Error ? error.message : String(error);
-  return { reason, message: `Failed: ${why}` };
+  return { reason, message: `Failed: ${why}${hint === undefined ? '' : `; ${hint}`}` };
 }
 
 const MAX_COMPILER_ERRORS = 5;

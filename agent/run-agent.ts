@@ -4,7 +4,7 @@ import { toError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { NodeLockError } from './acquire-node-lock.ts';
 import type { BuiltDriver } from './build/built-driver.ts';
-import { describeDevice, hasDevices, type NodeDetection } from './detect/detect-node.ts';
+import { competingBoundDrivers, describeDevice, hasDevices, type NodeDetection } from './detect/detect-node.ts';
 import { describeFailure, type AgentStep } from './describe-failure.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import type { DriverState } from './report/driver-state.ts';
@@ -62,7 +62,7 @@ export interface AgentDeps {
 type Attempt =
   | { readonly kind: 'loaded'; readonly built: BuiltDriver }
   | { readonly kind: 'no-device' }
-  | { readonly kind: 'failed'; readonly step: AgentStep; readonly error: Error }
+  | { readonly kind: 'failed'; readonly step: AgentStep; readonly error: Error; readonly hint?: string | undefined }
   | { readonly kind: 'aborted' };
 
 const STOPPING: DriverState = { phase: 'Stopping', reason: 'Stopping', message: 'agent stopping: driver readiness withdrawn' };
@@ -123,7 +123,7 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
         continue;
       }
       failures += 1;
-      await reportFailure(deps, report, attempt.step, attempt.error);
+      await reportFailure(deps, report, attempt.step, attempt.error, attempt.hint);
       const delay = retryDelay(failures, deps.retry, deps.random());
       log.info({ attempt: failures, delayMs: delay }, 'retrying after a failure');
       await sleepOrAbort(delay, stop.signal);
@@ -139,6 +139,7 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
 async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<void>, signal: AbortSignal): Promise<Attempt> {
   const { log, metrics, steps } = deps;
   let step: AgentStep = 'detect';
+  let hint: string | undefined;
   try {
     await report({ phase: 'Detecting', reason: 'Detecting', message: 'looking for devices this driver serves' });
     const detection = await steps.detect();
@@ -161,6 +162,11 @@ async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<
     if (signal.aborted) return { kind: 'aborted' };
 
     step = 'load';
+    const competing = competingBoundDrivers(detection.devices, built.modules.map((m) => m.name));
+    if (competing.length > 0) {
+      hint = `the devices are bound to ${competing.join(', ')} (see MODULE_BLACKLIST)`;
+      log.warn({ drivers: competing }, `before loading: ${hint}`);
+    }
     const names = built.modules.map((m) => m.name).join(', ');
     await report({ phase: 'Loading', reason: 'Loading', message: `loading ${names} (${built.version}, ${built.cacheHit ? 'from the cache' : 'freshly built'})`, deviceCount });
     const outcome = await timed(
@@ -182,12 +188,19 @@ async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<
     return { kind: 'loaded', built };
   } catch (error) {
     if (signal.aborted) return { kind: 'aborted' };
-    return { kind: 'failed', step, error: toError(error) };
+    // The hint explains load failures only (a competing driver keeps the device from our probe).
+    return { kind: 'failed', step, error: toError(error), hint: step === 'load' ? hint : undefined };
   }
 }
 
-async function reportFailure(deps: AgentDeps, report: (s: DriverState) => Promise<void>, step: AgentStep, error: Error): Promise<void> {
-  const { reason, message } = describeFailure(step, error);
+async function reportFailure(
+  deps: AgentDeps,
+  report: (s: DriverState) => Promise<void>,
+  step: AgentStep,
+  error: Error,
+  hint?: string,
+): Promise<void> {
+  const { reason, message } = describeFailure(step, error, hint);
   deps.log.error({ err: error, step, reason }, `${step} failed: ${reason}`);
   deps.metrics.countFailure(reason);
   const previous = deps.reporter.current();

@@ -56,3 +56,12 @@ export function describeDevice(d: PciDevice): string {
 export function boundDrivers(devices: readonly PciDevice[]): string[] {
   return [...new Set(devices.map((d) => d.driver).filter((x): x is string => x !== undefined))].sort();
 }
+
+/**
+ * Drivers other than `ours` (module names) bound to the served devices: a distro's `nouveau`
+ * holding the GPU makes the NVIDIA module's probe fail with "No such device".
+ */
+export function competingBoundDrivers(devices: readonly PciDevice[], ours: readonly string[]): string[] {
+  const own = new Set(ours.map((m) => m.replaceAll('-', '_')));
+  return boundDrivers(devices).filter((d) => !own.has(d.replaceAll('-', '_')));
+}

@@ -45,6 +45,13 @@ describe('describeFailure', () => {
     });
   });
 
+  it('a hint the agent saw is appended to the message', () => {
+    const error = new KernelCommandError({ command: 'modprobe nvidia', exitCode: 1, stderr: "modprobe: ERROR: could not insert 'nvidia': No such device" });
+    expect(describeFailure('load', error, 'the devices are bound to nouveau').message).toBe(
+      "Failed: modprobe nvidia failed (exit 1): modprobe: ERROR: could not insert 'nvidia': No such device; the devices are bound to nouveau",
+    );
+  });
+
   it('anything thrown, even a non-Error, becomes a reason and a message', () => {
     expect(describeFailure('load', 'boom')).toEqual({ reason: 'LoadFailed', message: 'Failed: boom' });
   });

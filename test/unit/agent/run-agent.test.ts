@@ -15,7 +15,7 @@ import { createStateReporter, type StateReporter } from '../../../agent/report/s
 import { runAgent } from '../../../agent/run-agent.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { createLogger } from '../../../shared/logger.ts';
-import { aNicOnlyNode } from '../../fixtures/sysfs/sysfs-tree.ts';
+import { aNicOnlyNode, aNouveauNode, type SysfsTree } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { writeSampleDriverSource } from './agent-fixtures.ts';
 import { installedHeadersKernel } from './build/sample-driver.ts';
 import { holdOpen } from './kernel/fixtures.ts';
@@ -44,9 +44,9 @@ afterAll(async () => {
 let nodeCount = 0;
 
 /** One node: its sysfs tree, its simulated kernel, its lock path. Agents on it share all three. */
-async function aNode() {
+async function aNode(tree: SysfsTree = aNicOnlyNode()) {
   const dir = join(work, `node-${++nodeCount}`);
-  const sysfsRoot = await aNicOnlyNode().writeTo(join(dir, 'sys'));
+  const sysfsRoot = await tree.writeTo(join(dir, 'sys'));
   return {
     dir,
     sysfsRoot,
@@ -65,6 +65,7 @@ interface AgentOptions {
   readonly version?: string;
   readonly source?: string;
   readonly deviceFilePrefixes?: string;
+  readonly deviceKind?: 'gpu' | 'nic';
 }
 
 function startAgent(node: Node, options: AgentOptions = {}) {
@@ -74,7 +75,7 @@ function startAgent(node: Node, options: AgentOptions = {}) {
     POD_NAME: name,
     POD_NAMESPACE: 'ns',
     DRIVER_NAME: 'drsample',
-    DEVICE_KIND: 'nic',
+    DEVICE_KIND: options.deviceKind ?? 'nic',
     DRIVER_VERSION: options.version ?? '2.0.0',
     DRIVER_SOURCE_DIR: options.source ?? source,
     DEVICE_FILE_PREFIXES: options.deviceFilePrefixes ?? '',
@@ -269,6 +270,20 @@ describe('runAgent with the simulated kernel', () => {
       holder.kill();
     }
   }, 60_000);
+
+  it('a load failing on a GPU that nouveau holds says so', async () => {
+    const node = await aNode(aNouveauNode());
+    node.kernel.failInit('drsample_core', 'No such device');
+    const agent = startAgent(node, { deviceKind: 'gpu' });
+    const failed = await agent.next('Failed');
+    expect(failed.reason).toBe('LoadFailed');
+    expect(failed.message).toBe(
+      "Failed: modprobe drsample_core failed (exit 1): modprobe: ERROR: could not insert 'drsample_core': No such device; " +
+        'the devices are bound to nouveau (see MODULE_BLACKLIST)',
+    );
+    agent.stop();
+    await agent.done;
+  });
 
   it('SIGTERM during a compile stops it promptly and loads nothing', async () => {
     const node = await aNode();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   boundDrivers,
+  competingBoundDrivers,
   countVirtualFunctions,
   describeDevice,
   detectNode,
@@ -78,6 +79,12 @@ describe('detectNode on fixture sysfs trees', () => {
   it('nouveau node: the GPU is detected with nouveau bound, so the agent can tell nouveau holds it', async () => {
     const { devices } = await detect(aNouveauNode(), 'gpu');
     expect(devices.map(describeDevice)).toEqual(['0000:01:00.0 10de:2684 driver=nouveau numa=unknown']);
+  });
+
+  it('competing drivers: nouveau holding the GPU competes with nvidia; mlx5_core does not compete with itself', async () => {
+    expect(competingBoundDrivers((await detect(aNouveauNode(), 'gpu')).devices, ['nvidia', 'nvidia_uvm'])).toEqual(['nouveau']);
+    expect(competingBoundDrivers((await detect(aGpuNode(), 'gpu')).devices, ['nvidia', 'nvidia-modeset'])).toEqual([]);
+    expect(competingBoundDrivers((await detect(aNicOnlyNode(), 'nic')).devices, ['mlx5_core', 'mlx5_ib'])).toEqual([]);
   });
 
   it('the kernel override replaces the running kernel in the detection', async () => {
