@@ -5,6 +5,7 @@ import type { NodeAction, NodeObjectAction, NodePlan, SetStateAction } from '../
 import { groupNodeActions, nodePatchOf } from '../plan/node-patch.ts';
 import type { PodRef } from '../plan/snapshot.ts';
 import { apiErrorMessage } from '../../shared/kube/api-error.ts';
+import { withTimeout } from '../with-timeout.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
 
 export interface ExecuteHooks {
@@ -26,7 +27,11 @@ export interface ExecuteHooks {
    * so a replica that lost the Lease stops writing well within the lease duration.
    */
   readonly signal?: AbortSignal;
+  /** Longest wait for one API call; a hung one fails the node's list instead of stalling the pass. */
+  readonly requestTimeoutMs?: number;
 }
+
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface ActionFailure {
   readonly node: string;
@@ -61,8 +66,9 @@ async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<Act
     if (hooks.signal?.aborted === true) return undefined;
     const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
     try {
-      if (isRun(group)) await patchNode(plan.node, group, hooks);
-      else await executeAction(group, hooks);
+      const timeoutMs = hooks.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+      if (isRun(group)) await withTimeout(patchNode(plan.node, group, hooks), timeoutMs, `patch of node ${plan.node}`);
+      else await withTimeout(executeAction(group, hooks), timeoutMs, `${group.kind} on node ${plan.node}`);
     } catch (error) {
       hooks.logger.warn({ node: plan.node, action: kind, err: toError(error) }, 'action failed; re-planning');
       return { node: plan.node, action: kind, message: apiErrorMessage(error) };

@@ -12,6 +12,7 @@ import { DRIVER_ROLLOUT_API_VERSION, parseDriverRolloutSpec, type DriverRolloutP
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { invalidSpecConditions, invalidSpecMessage } from '../status/invalid-spec-status.ts';
 import { isSameJson, newlyTrue, stampConditions, toStoredStatus } from '../status/stored-status.ts';
+import { withTimeout } from '../with-timeout.ts';
 import { WakeSignal } from './wake-signal.ts';
 
 export type Planner = (snapshot: ClusterSnapshot, policy: DriverRolloutPolicy, nowMs: number) => Plan;
@@ -73,7 +74,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const writeStatus = async (rollout: DriverRolloutObject, ref: RolloutRef, stored: unknown, next: object): Promise<boolean> => {
     const uid = rollout.metadata?.uid ?? '';
     if (isSameJson(stored, next) || isSameJson(lastWritten.get(uid), next)) return false;
-    await deps.writer.patchRolloutStatus(ref.namespace, ref.name, next as Record<string, unknown>);
+    await withTimeout(deps.writer.patchRolloutStatus(ref.namespace, ref.name, next as Record<string, unknown>), 30_000, 'status patch');
     lastWritten.set(uid, next);
     return true;
   };

@@ -107,6 +107,21 @@ describe('executePlan', () => {
     expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
   });
 
+  it('fails a node whose API call hangs instead of stalling the pass', async () => {
+    const { writer, hooks } = setUp(['n1', 'n2'], [pod('p1')]);
+    writer.deletePod = () => new Promise(() => undefined);
+    const failures = await executePlan(
+      [
+        { node: 'n1', actions: [{ kind: 'deletePod', node: 'n1', pod: pod('p1') }, { kind: 'cordon', node: 'n1' }] },
+        { node: 'n2', actions: [{ kind: 'cordon', node: 'n2' }] },
+      ],
+      { ...hooks, requestTimeoutMs: 50 },
+    );
+    expect(failures).toEqual([{ node: 'n1', action: 'deletePod', message: 'deletePod on node n1 did not answer within 50 ms' }]);
+    expect(writer.nodes.get('n1')?.spec?.unschedulable).toBeUndefined();
+    expect(writer.nodes.get('n2')?.spec?.unschedulable).toBe(true);
+  });
+
   it('starts nothing more once leadership is lost (signal aborted)', async () => {
     const { writer, hooks } = setUp(['n1', 'n2']);
     const lost = new AbortController();
