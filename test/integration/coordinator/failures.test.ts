@@ -47,8 +47,8 @@ describe('timeouts and failures, each with real objects', () => {
     await world.waitForStates({ [node]: 'upgrade-done' });
     await world.bumpDriver('driver:v2');
 
-    const [inDrain] = await world.waitForStates({ [node]: 'drain-required' });
-    const drainStart = Number(annotation(inDrain as V1Node, world.keys.drainStartTime));
+    // The state label and the drain's start time can land in two passes: wait for both.
+    const drainStart = await startTime('drain-required', world.keys.drainStartTime);
     await world.waitForNodes('a reason naming the PDB', (nodes) => (annotation(nodes[0] as V1Node, world.keys.upgradeReason) ?? '').includes('guard') ? true : undefined, 10_000);
     const [failed] = await world.waitForStates({ [node]: 'upgrade-failed' }, 15_000);
     const failedAt = Date.now() / 1000;
