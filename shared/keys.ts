@@ -73,12 +73,14 @@ export interface DriverKeys {
   readonly driverReadyCondition: string;
 }
 
+const UPGRADE_STATE_SUFFIX = '-driver-upgrade-state';
+
 export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN): DriverKeys {
   const p = `${domain}/${driver}`;
   return {
     domain,
     driver,
-    upgradeState: `${p}-driver-upgrade-state`,
+    upgradeState: `${p}${UPGRADE_STATE_SUFFIX}`,
     upgradeSkip: `${p}-driver-upgrade.skip`,
     drainSkip: `${p}-driver-upgrade-drain.skip`,
     waitForSafeLoad: `${p}-driver-upgrade.driver-wait-for-safe-load`,
@@ -97,6 +99,18 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     driverReady: `${p}-driver.ready`,
     driverReadyCondition: `${p}-driver-ready`,
   };
+}
+
+/**
+ * The domain and driver a state label key names, for any driver (`nvidia.com/ofed-driver-upgrade-state`
+ * → `{ domain: 'nvidia.com', driver: 'ofed' }`); undefined for any other key. The inverse of
+ * `driverKeys(driver, domain).upgradeState`.
+ */
+export function parseUpgradeStateKey(key: string): { readonly domain: string; readonly driver: string } | undefined {
+  const slash = key.indexOf('/');
+  if (slash <= 0 || !key.endsWith(UPGRADE_STATE_SUFFIX)) return undefined;
+  const driver = key.slice(slash + 1, -UPGRADE_STATE_SUFFIX.length);
+  return driver === '' ? undefined : { domain: key.slice(0, slash), driver };
 }
 
 /** Event reason, e.g. `GPUDriverUpgrade` for driver `gpu`, as the GPU Operator writes it. */

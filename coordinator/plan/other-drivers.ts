@@ -4,10 +4,8 @@
  * node cordoned, or mistake another's cordon for an admin's. Other drivers are seen through
  * their state labels (`<domain>/<driver>-driver-upgrade-state`, any domain).
  */
-import { driverKeys, isUpgradeState, type DriverKeys } from '../../shared/keys.ts';
+import { driverKeys, isUpgradeState, parseUpgradeStateKey, type DriverKeys } from '../../shared/keys.ts';
 import { isUpgrading } from './pool-capacity.ts';
-
-const STATE_LABEL = /^(.+)\/(.+)-driver-upgrade-state$/;
 
 export interface OtherDriverHold {
   readonly driver: string;
@@ -20,10 +18,10 @@ export interface OtherDriverHold {
 export function otherDriverHolds(labels: Readonly<Record<string, string>>, annotations: Readonly<Record<string, string>>, keys: DriverKeys): OtherDriverHold[] {
   const holds: OtherDriverHold[] = [];
   for (const [key, state] of Object.entries(labels)) {
-    if (key === keys.upgradeState || !key.endsWith('-driver-upgrade-state')) continue;
-    const match = STATE_LABEL.exec(key);
-    if (match === null || !isUpgradeState(state) || !(isUpgrading(state) || state === 'upgrade-failed')) continue;
-    const [, domain = '', driver = ''] = match;
+    if (key === keys.upgradeState) continue;
+    const owner = parseUpgradeStateKey(key);
+    if (owner === undefined || !isUpgradeState(state) || !(isUpgrading(state) || state === 'upgrade-failed')) continue;
+    const { domain, driver } = owner;
     const other = driverKeys(driver, domain);
     holds.push({ driver: `${domain}/${driver}`, state, cordonedByAdmin: annotations[other.initialStateUnschedulable] !== undefined });
   }
