@@ -24,7 +24,6 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { driverKeys, isUpgradeState } from '../shared/keys.ts';
 import { startControlPlane } from '../test/bed/control-plane.ts';
-import { createFakeNodes } from '../test/bed/fake-nodes.ts';
 import { waitUntil } from '../test/bed/wait-until.ts';
 import { aSysfsTree, anH100 } from '../test/fixtures/sysfs/sysfs-tree.ts';
 import { ProcessKubelet } from './process-kubelet.ts';
@@ -44,7 +43,10 @@ async function main(): Promise<void> {
   const started = Date.now();
   const work = await mkdtemp(join(tmpdir(), 'driver-rollout-demo-'));
   say(`work dir ${work}; starting a real control plane (first run builds it from Go modules)…`);
-  const plane = await startControlPlane({ profile: 'full' });
+  const nodes = Object.entries(POOLS).flatMap(([pool, p]) =>
+    Array.from({ length: p.nodes }, (_, i) => ({ name: `gpu-${pool}-${i + 1}`, labels: { pool, 'driver-rollout.demo/gpu': 'true' } })),
+  );
+  const plane = await startControlPlane({ profile: 'full', nodes });
   const kc = plane.kubeConfig();
   const children: ChildProcess[] = [];
   let kubelet: ProcessKubelet | undefined;
@@ -65,10 +67,6 @@ async function main(): Promise<void> {
     const core = kc.makeApiClient(CoreV1Api);
     for (const ns of [NAMESPACE, 'ml']) await core.createNamespace({ body: { metadata: { name: ns } } });
 
-    const nodes = Object.entries(POOLS).flatMap(([pool, p]) =>
-      Array.from({ length: p.nodes }, (_, i) => ({ name: `gpu-${pool}-${i + 1}`, labels: { pool, 'driver-rollout.demo/gpu': 'true' } })),
-    );
-    await createFakeNodes(kc, nodes);
     say(`${nodes.length} KWOK nodes Ready in pools ${Object.keys(POOLS).join(', ')}`);
     await createWorkloads(kc);
 

@@ -5,6 +5,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBinaries } from './ensure-binaries.ts';
+import { createFakeNodes, type FakeNodeSpec } from './fake-nodes.ts';
 import { freePort } from './free-port.ts';
 import { generatePki, type Pki } from './generate-pki.ts';
 import { reapStaleRuns, WORK_DIR_PREFIX } from './reap-stale-runs.ts';
@@ -36,6 +37,8 @@ export interface StartOptions {
   readonly profile: Profile;
   /** Raise client QPS of the controllers for scale runs. */
   readonly controllerQps?: number;
+  /** `full` only: KWOK nodes to create, with the labels the caller chooses; started once all are Ready. */
+  readonly nodes?: readonly FakeNodeSpec[];
 }
 
 const SERVICE_CIDR = '10.96.0.0/16';
@@ -145,6 +148,9 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
         await kc.makeApiClient(CoreV1Api).readNamespacedServiceAccount({ name: 'default', namespace: 'default' });
         return true;
       }, { timeoutMs: 60_000, intervalMs: 200 });
+      if (options.nodes !== undefined && options.nodes.length > 0) await createFakeNodes(kc, options.nodes);
+    } else if (options.nodes !== undefined && options.nodes.length > 0) {
+      throw new Error('fake nodes need the full profile (KWOK runs them)');
     }
 
     return {
