@@ -1,26 +1,27 @@
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { isNotFound } from '../../../shared/kube/api-error.ts';
-
-const NODE = fileURLToPath(new URL('../../../node_modules/.bin/node', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../../coordinator/main.ts', import.meta.url));
+import { startProgram } from '../../bed/program-process.ts';
 
 export interface CoordinatorProcess {
   readonly identity: string;
-  readonly child: ChildProcess;
+  /** The exit code, or null when a signal ended it. */
   readonly exited: Promise<number | null>;
+  /** Sends `signal` unless it has exited already; resolves with the exit code (null: a signal ended it). */
   kill(signal: NodeJS.Signals): Promise<number | null>;
-  /** Resolves once a log line's `msg` equals `message` (e.g. 'coordinator started'). */
+  /** Resolves once a log line's `msg` equals `message` (e.g. 'coordinator started'); fails if it exits first. */
   logged(message: string): Promise<void>;
 }
 
-/** `node coordinator/main.ts` as a separate process, as it runs in a pod (2 s lease for tests). */
+/**
+ * `node coordinator/main.ts` as a separate process, as it runs in a pod (2 s lease for tests),
+ * with the test runner's environment; its stderr goes to the runner's.
+ */
 export function spawnCoordinator(kubeconfigPath: string, namespace: string, identity: string): CoordinatorProcess {
-  const child = spawn(
-    NODE,
-    [
-      MAIN,
+  const coordinator = startProgram('coordinator/main.ts', {
+    env: {},
+    inheritEnv: true,
+    inheritStderr: true,
+    args: [
       '--kubeconfig', kubeconfigPath,
       '--namespace', namespace,
       '--lease-namespace', namespace,
@@ -32,45 +33,16 @@ export function spawnCoordinator(kubeconfigPath: string, namespace: string, iden
       '--metrics-port', '0',
       '--log-level', 'info',
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const messages: string[] = [];
-  const listeners: (() => void)[] = [];
-  let buffered = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => {
-    buffered += chunk;
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const line of lines) {
-      try {
-        messages.push((JSON.parse(line) as { msg?: string }).msg ?? '');
-      } catch {
-        messages.push(line);
-      }
-    }
-    for (const l of listeners) l();
   });
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code) => {
-      resolve(code);
-    });
-  });
+  const exited = coordinator.exit.then(({ code }) => code);
   return {
     identity,
-    child,
     exited,
-    logged(message) {
-      return new Promise((resolve) => {
-        const check = (): void => {
-          if (messages.includes(message)) resolve();
-        };
-        listeners.push(check);
-        check();
-      });
+    async logged(message) {
+      await coordinator.logLine((line) => line.msg === message);
     },
     async kill(signal) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      coordinator.signal(signal);
       return exited;
     },
   };
