@@ -1,17 +1,7 @@
-/** One kernel module produced by a build, as stored in the module cache. */
-export interface BuiltModule {
-  /** Module name as the kernel spells it in /sys/module (`-` becomes `_`). */
-  readonly name: string;
-  /** Absolute path of the .ko file inside the cache entry; read-only for consumers. */
-  readonly path: string;
-  /** `modinfo -F srcversion`; undefined for modules without MODULE_VERSION. */
-  readonly srcversion: string | undefined;
-  /** `modinfo -F version` (MODULE_VERSION), when the module declares one. */
-  readonly version: string | undefined;
-  /** `modinfo -F depends`: modules whose symbols this one uses (they must be loaded first). */
-  readonly dependsOn: readonly string[];
-  /** `modinfo -F parm` names; undefined for cache entries written before they were recorded. */
-  readonly parameters?: readonly string[] | undefined;
+import type { ModuleFile } from '../kernel/kernel-port.ts';
+
+/** One kernel module produced by a build, as stored in the module cache: a ModuleFile the kernel port installs. */
+export interface BuiltModule extends ModuleFile {
   /** sha256 of the .ko file, checked against the cache manifest on every cache hit. */
   readonly sha256: string;
 }

@@ -12,15 +12,19 @@ export interface ModuleTree {
   readonly configDir: string;
 }
 
-/** A .ko file to install, as the build describes it (BuiltModule fits). */
+/** A .ko file to install, as the build describes it (BuiltModule extends it). */
 export interface ModuleFile {
+  /** Module name as the kernel spells it in /sys/module (`-` becomes `_`). */
   readonly name: string;
+  /** Absolute path of the .ko file (inside the module cache for a build); read-only for consumers. */
   readonly path: string;
+  /** `modinfo -F srcversion`; undefined for modules without MODULE_VERSION. */
   readonly srcversion: string | undefined;
+  /** `modinfo -F version` (MODULE_VERSION), when the module declares one. */
   readonly version: string | undefined;
-  /** From `modinfo -F depends`; the real kernel learns this from depmod, the simulated one from here. */
+  /** `modinfo -F depends`: modules whose symbols this one uses; the real kernel learns this from depmod, the simulated one from here. */
   readonly dependsOn: readonly string[];
-  /** Parameters the module declares (`modinfo -F parm`); undefined when not known. */
+  /** Parameters the module declares (`modinfo -F parm`); undefined when not known (e.g. cache entries written before they were recorded). */
   readonly parameters?: readonly string[] | undefined;
 }
 

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driverKeys } from '../../../shared/keys.ts';
-import { apiErrorMessage } from '../../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
@@ -13,7 +12,7 @@ import { waitUntil } from '../../bed/wait-until.ts';
 import { aNicOnlyNode } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
 import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
-import { applyDriverSecurity, type DriverSecurity } from '../init-container/apply-driver-security.ts';
+import { applyDriverSecurity, waitForDriverPolicy, type DriverSecurity } from '../init-container/apply-driver-security.ts';
 import { tokenKubeConfig } from '../init-container/token-kube-config.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
 import { startAgentProcess } from './agent-process.ts';
@@ -58,20 +57,13 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'agent-lp-'));
   kubeconfigPath = join(scratch, 'driver.kubeconfig');
   await writeFile(kubeconfigPath, tokenKubeConfig(admin, request.status?.token ?? ''));
-  // A new policy takes a moment to reach the admission plugin: wait until it refuses something.
   const driverCore = (() => {
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfigPath);
     return kc.makeApiClient(CoreV1Api);
   })();
-  await waitUntil('the driver admission policy to be enforced', async () => {
-    try {
-      await driverCore.patchNode({ name: nodeName, dryRun: 'All', body: { spec: { unschedulable: true } } }, MERGE_PATCH);
-      return undefined;
-    } catch (error) {
-      return apiErrorMessage(error).includes('driver-rollout:') ? true : undefined;
-    }
-  }, { timeoutMs: 60_000, intervalMs: 250 });
+  await waitForDriverPolicy('the driver admission policy to be enforced', () =>
+    driverCore.patchNode({ name: nodeName, dryRun: 'All', body: { spec: { unschedulable: true } } }, MERGE_PATCH));
 }, 180_000);
 
 afterAll(async () => {

@@ -2,7 +2,8 @@ import { KubernetesObjectApi, type KubeConfig, type KubernetesObject } from '@ku
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { isNotFound } from '../../../shared/kube/api-error.ts';
+import { apiErrorMessage, isNotFound } from '../../../shared/kube/api-error.ts';
+import { waitUntil } from '../../bed/wait-until.ts';
 
 const MANIFESTS = resolve(import.meta.dirname, '../../../manifests');
 const CLUSTER_SCOPED = new Set(['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
@@ -62,4 +63,19 @@ function instantiate(doc: Doc, namespace: string, suffix: string): Doc {
   if (out.roleRef?.kind === 'ClusterRole') out.roleRef.name = `${out.roleRef.name}-${suffix}`;
   if (out.kind === 'ValidatingAdmissionPolicyBinding' && out.spec?.policyName !== undefined) out.spec.policyName = `${out.spec.policyName}-${suffix}`;
   return out;
+}
+
+/**
+ * A new admission policy takes a moment to reach the admission plugin: resolves once `attempt`
+ * (a dry-run write the policy must refuse) is refused with the policy's message.
+ */
+export async function waitForDriverPolicy(what: string, attempt: () => Promise<unknown>): Promise<void> {
+  await waitUntil(what, async () => {
+    try {
+      await attempt();
+      return undefined;
+    } catch (error) {
+      return apiErrorMessage(error).includes('driver-rollout:') ? true : undefined;
+    }
+  }, { timeoutMs: 60_000, intervalMs: 250 });
 }

@@ -11,7 +11,7 @@ import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
-import { applyDriverSecurity, type DriverSecurity } from './apply-driver-security.ts';
+import { applyDriverSecurity, waitForDriverPolicy, type DriverSecurity } from './apply-driver-security.ts';
 import { runGateProcess } from './run-gate-process.ts';
 import { tokenKubeConfig } from './token-kube-config.ts';
 
@@ -67,15 +67,8 @@ beforeAll(async () => {
   driverCore = driverKc.makeApiClient(CoreV1Api);
   const review = await driverKc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
   userExtra = review.status?.userInfo?.extra ?? {};
-  // A new policy takes a moment to reach the admission plugin: wait until a dry run is refused.
-  await waitUntil('the safe-load admission policy to be enforced', async () => {
-    try {
-      await driverCore.patchNode({ name: nodeB, dryRun: 'All', body: { metadata: { annotations: { [keys.waitForSafeLoad]: 'true' } } } }, MERGE_PATCH);
-      return undefined;
-    } catch (error) {
-      return apiErrorMessage(error).includes('driver-rollout:') ? true : undefined;
-    }
-  }, { timeoutMs: 60_000, intervalMs: 250 });
+  await waitForDriverPolicy('the safe-load admission policy to be enforced', () =>
+    driverCore.patchNode({ name: nodeB, dryRun: 'All', body: { metadata: { annotations: { [keys.waitForSafeLoad]: 'true' } } } }, MERGE_PATCH));
 }, 180_000);
 
 afterAll(async () => {
