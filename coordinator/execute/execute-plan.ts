@@ -62,8 +62,13 @@ export async function executePlan(nodePlans: readonly NodePlan[], hooks: Execute
 }
 
 async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
+  let wrote = false;
   for (const group of groupNodeActions(plan.actions)) {
-    if (hooks.signal?.aborted === true) return undefined;
+    // Leadership lost: start no further change. The Events that report a change already made
+    // are still recorded, or the history would miss a transition for good (the next leader
+    // finds the state written and has nothing to report).
+    if (hooks.signal?.aborted === true && !(wrote && !isRun(group) && group.kind === 'emitEvent')) return undefined;
+    wrote = isRun(group) || (wrote && group.kind === 'emitEvent');
     const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
     try {
       const timeoutMs = hooks.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;

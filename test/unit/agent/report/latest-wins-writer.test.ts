@@ -61,11 +61,11 @@ describe('createLatestWinsWriter', () => {
     const w = createLatestWinsWriter(t.write, { retryDelayMs: () => 60_000, onError: () => undefined });
     w.set(1);
     (await t.next()).release(false);
-    const started = Date.now();
+    // The retry delay is a minute, longer than the test's timeout: reaching the next write at all
+    // shows the delay was cut short.
     w.set(2);
     const next = await t.next();
     expect(next.value).toBe(2);
-    expect(Date.now() - started).toBeLessThan(1000);
     next.release(true);
     expect(await w.flush(1000)).toBe(true);
     w.stop();

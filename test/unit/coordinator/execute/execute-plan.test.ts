@@ -131,6 +131,24 @@ describe('executePlan', () => {
     expect(writer.calls).toEqual([]);
   });
 
+  it('still records the Events of a state written just before leadership was lost, and nothing after them', async () => {
+    const { writer, hooks } = setUp(['n1']);
+    const lost = new AbortController();
+    const patchNode = writer.patchNode.bind(writer);
+    writer.patchNode = async (name, patch) => {
+      const stored = await patchNode(name, patch);
+      lost.abort(); // leadership lost while the state patch was in flight
+      return stored;
+    };
+    const failures = await executePlan(
+      [{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), event('n1', 'cordon-required'), { kind: 'cordon', node: 'n1' }, event('n1', 'x')] }],
+      { ...hooks, signal: lost.signal },
+    );
+    expect(failures).toEqual([]);
+    expect(writer.calls).toEqual(['patchNode n1', 'emitEvent n1 GPUDriverUpgrade']);
+    expect(writer.nodes.get('n1')?.spec?.unschedulable).toBeUndefined();
+  });
+
   it('works on many nodes at once, bounded by the concurrency', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `n${i}`);
     const { writer, hooks } = setUp(names);

@@ -1,10 +1,10 @@
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { delay } from '../../../../coordinator/delay.ts';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryLeaseStore } from '../../../../coordinator/leader/in-memory-lease-port.ts';
 import type { LeasePort } from '../../../../coordinator/leader/lease-port.ts';
 import { runLeaderElection } from '../../../../coordinator/leader/run-leader-election.ts';
 import { DriverRolloutError } from '../../../../shared/errors.ts';
+import { advanceUntil } from '../../support/advance-until.ts';
 
 const logger = pino({ level: 'silent' });
 
@@ -60,20 +60,21 @@ function startReplica(store: InMemoryLeaseStore, name: string): Replica {
   return replica;
 }
 
-async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<number> {
-  const start = Date.now();
-  while (!predicate()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await delay(10);
-  }
-  return Date.now() - start;
-}
+// Fake timers: the election's clock (Date.now) and its timers are the fake clock, so the times
+// below are exact whatever the machine's load.
+const waitFor = (predicate: () => boolean, limitMs: number): Promise<number> => advanceUntil(predicate, limitMs, 10);
+const delay = (ms: number): Promise<void> => vi.advanceTimersByTimeAsync(ms).then(() => undefined);
 
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(async () => {
   for (const r of replicas) r.stop.abort();
+  await vi.runOnlyPendingTimersAsync();
   await Promise.all(replicas.map((r) => r.done));
   replicas.length = 0;
   overlaps.length = 0;
+  vi.useRealTimers();
 });
 
 describe('runLeaderElection (in-memory Lease with API-server concurrency rules)', () => {

@@ -1,19 +1,23 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { delay } from '../../../../coordinator/delay.ts';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WakeSignal } from '../../../../coordinator/reconcile/wake-signal.ts';
 
+// Fake timers: every time below is the fake clock's, exact whatever the machine's load.
 const signals: WakeSignal[] = [];
 const aSignal = (debounceMs: number): WakeSignal => {
   const s = new WakeSignal(debounceMs);
   signals.push(s);
   return s;
 };
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(() => {
   for (const s of signals.splice(0)) s.dispose();
+  vi.useRealTimers();
 });
 
-/** Counts wake-ups of a loop that waits on `wake` for `ms`. */
-async function countWakeUps(wake: WakeSignal, ms: number, during: () => void): Promise<number[]> {
+/** The fake times at which a loop waiting on `wake` wakes up during `ms` of fake time. */
+async function wakeUpTimes(wake: WakeSignal, ms: number, during: () => void): Promise<number[]> {
   const stop = new AbortController();
   const times: number[] = [];
   const start = Date.now();
@@ -25,7 +29,7 @@ async function countWakeUps(wake: WakeSignal, ms: number, during: () => void): P
     }
   })();
   during();
-  await delay(ms);
+  await vi.advanceTimersByTimeAsync(ms);
   stop.abort();
   await loop;
   return times;
@@ -34,35 +38,34 @@ async function countWakeUps(wake: WakeSignal, ms: number, during: () => void): P
 describe('WakeSignal', () => {
   it('coalesces a burst of triggers into one wake-up after the debounce', async () => {
     const wake = aSignal(20);
-    const times = await countWakeUps(wake, 150, () => {
+    const times = await wakeUpTimes(wake, 150, () => {
       for (let i = 0; i < 50; i++) wake.trigger();
     });
-    expect(times).toHaveLength(1);
-    expect(times[0]).toBeGreaterThanOrEqual(15);
-    expect(times[0]).toBeLessThan(100);
+    expect(times).toEqual([20]);
   });
 
   it('remembers a trigger that fired while nobody waited (a pass was running)', async () => {
     const wake = aSignal(5);
     wake.trigger();
-    await delay(30);
-    const stop = new AbortController();
-    const started = Date.now();
-    await wake.wait(stop.signal);
-    expect(Date.now() - started).toBeLessThan(10);
+    await vi.advanceTimersByTimeAsync(30);
+    let woke = false;
+    void wake.wait(new AbortController().signal).then(() => {
+      woke = true;
+    });
+    // No timer runs: only the pending promise jobs.
+    await vi.advanceTimersByTimeAsync(0);
+    expect(woke).toBe(true);
   });
 
   it('wakes at the earliest armed deadline, not at later ones', async () => {
     const wake = aSignal(5);
-    const times = await countWakeUps(wake, 250, () => {
+    const times = await wakeUpTimes(wake, 250, () => {
       const now = Date.now();
       wake.wakeAt(now + 200, now);
       wake.wakeAt(now + 60, now);
       wake.wakeAt(now + 120, now);
     });
-    expect(times).toHaveLength(1);
-    expect(times[0]).toBeGreaterThanOrEqual(55);
-    expect(times[0]).toBeLessThan(120);
+    expect(times).toEqual([60]);
   });
 
   it('returns at once when the signal aborts', async () => {
