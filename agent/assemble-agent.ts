@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { ConfigError, type ConfigProblem } from '../shared/errors.ts';
 import { driverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { acquireNodeLock } from './acquire-node-lock.ts';
-import type { AgentConfig } from './config.ts';
+import type { AgentConfig } from './config/agent-config.ts';
 import { systemHostInfo, type HostInfoPort } from './detect/host-info.ts';
 import type { KernelPort } from './kernel/kernel-port.ts';
 import { createRealKernel } from './kernel/real-kernel.ts';
-import { SimulatedKernel } from './kernel/simulated-kernel.ts';
 import { createAgentMetrics } from './report/agent-metrics.ts';
 import { createNodeEventRecorder } from './report/node-events.ts';
 import { createNodeLabelWriter } from './report/node-labels.ts';
@@ -19,11 +19,19 @@ import { startStatusServer, type StatusServer } from './report/status-server.ts'
 import { createAgentSteps } from './create-agent-steps.ts';
 import { runAgent } from './run-agent.ts';
 
+/**
+ * Builds the kernel adapter for `--kernel simulated`. Production has none: the simulated kernel
+ * is a test double (test/doubles/), wired only by the test entry point
+ * (test/doubles/simulated-agent-main.ts), so the image cannot report a load that never happened.
+ */
+export type SimulatedKernelFactory = (config: AgentConfig, hostInfo: HostInfoPort, log: Logger) => Promise<KernelPort>;
+
 /** Replacements for the outside world: tests inject these; main.ts uses none. */
 export interface AgentOverrides {
   readonly kubeConfig?: KubeConfig;
   readonly hostInfo?: HostInfoPort;
   readonly kernel?: KernelPort;
+  readonly simulatedKernel?: SimulatedKernelFactory;
 }
 
 export interface AssembledAgent {
@@ -36,6 +44,12 @@ export interface AssembledAgent {
   close(): Promise<void>;
 }
 
+/** `--kernel simulated` without a simulated kernel wired in: production's entry point. */
+export const SIMULATED_KERNEL_UNAVAILABLE: ConfigProblem = {
+  path: '--kernel / KERNEL_ADAPTER',
+  message: 'simulated is a test double: only test/doubles/simulated-agent-main.ts (tests, demo) provides it',
+};
+
 const VERIFY_INTERVAL_MS = 30_000;
 /** SIGTERM must withdraw readiness within 1 s; this leaves room for the local steps. */
 const STOP_FLUSH_MS = 800;
@@ -43,7 +57,7 @@ const STOP_FLUSH_MS = 800;
 /** Wires config to ports, reporters and the flow. Starts the HTTP server (probes answer 503 until ready). */
 export async function assembleAgent(config: AgentConfig, log: Logger, overrides: AgentOverrides = {}): Promise<AssembledAgent> {
   const hostInfo = overrides.hostInfo ?? systemHostInfo();
-  const kernel = overrides.kernel ?? (await createKernel(config, hostInfo, log));
+  const kernel = overrides.kernel ?? (await createKernel(config, hostInfo, log, overrides.simulatedKernel));
   const core = (overrides.kubeConfig ?? loadKubeConfig(config.kubeconfig)).makeApiClient(CoreV1Api);
   const keys = driverKeys(config.driver, config.keyDomain);
   const now = () => new Date();
@@ -107,15 +121,15 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   };
 }
 
-async function createKernel(config: AgentConfig, hostInfo: HostInfoPort, log: Logger): Promise<KernelPort> {
-  const sysModuleDir = join(config.sysfsRoot, 'module');
-  if (config.kernelAdapter === 'real') return createRealKernel({ sysModuleDir, logger: log });
-  const runningKernelVersion =
-    config.simulated.kernelRelease ?? config.kernelVersion ?? (await hostInfo.readHostInfo()).kernelRelease;
-  // The kernel's memory lives beside its /sys/module tree, so it outlives this agent like a real one.
-  const stateFile = join(config.sysfsRoot, '.simulated-kernel.json');
-  const kernel = new SimulatedKernel({ sysModuleDir, runningKernelVersion, loadDurationMs: () => config.simulated.loadMs, stateFile });
-  for (const [module, errnoText] of Object.entries(config.simulated.initFailures)) kernel.failInit(module, errnoText);
-  log.warn({ runningKernelVersion, sysModuleDir }, 'using the SIMULATED kernel: no real module is loaded');
-  return kernel;
+async function createKernel(
+  config: AgentConfig,
+  hostInfo: HostInfoPort,
+  log: Logger,
+  simulatedKernel: SimulatedKernelFactory | undefined,
+): Promise<KernelPort> {
+  if (config.kernelAdapter === 'real') return createRealKernel({ sysModuleDir: join(config.sysfsRoot, 'module'), logger: log });
+  if (simulatedKernel === undefined) {
+    throw new ConfigError('agent configuration', [SIMULATED_KERNEL_UNAVAILABLE]);
+  }
+  return await simulatedKernel(config, hostInfo, log);
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '../shared/logger.ts';
 import { buildDriver } from './build/build-driver.ts';
 import type { BuiltDriver } from './build/built-driver.ts';
-import type { AgentConfig } from './config.ts';
+import type { AgentConfig } from './config/agent-config.ts';
 import { detectNode } from './detect/detect-node.ts';
 import type { HostInfoPort } from './detect/host-info.ts';
 import { decideReload } from './kernel/decide-reload.ts';

@@ -1,18 +1,25 @@
 import { ConfigError, toError } from '../shared/errors.ts';
 import { createLogger } from '../shared/logger.ts';
-import { assembleAgent } from './assemble-agent.ts';
-import { parseAgentConfig, type AgentConfig } from './config.ts';
+import { assembleAgent, SIMULATED_KERNEL_UNAVAILABLE, type SimulatedKernelFactory } from './assemble-agent.ts';
+import type { AgentConfig } from './config/agent-config.ts';
+import { parseAgentConfig } from './config/parse-agent-config.ts';
 import { removeReadyFileSync } from './report/ready-file.ts';
 
 /**
  * The node agent: `node agent/main.ts [--flag value ...]` (every flag is also an environment
- * variable, see config.ts). Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 on a fatal
+ * variable, see config/). Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 on a fatal
  * error (the node lock lost, the HTTP port taken), 2 on a bad configuration.
+ *
+ * `simulatedKernel` is given only by the test entry point (test/doubles/simulated-agent-main.ts);
+ * run as the image's entry point, `--kernel simulated` is a configuration error.
  */
-async function main(): Promise<number> {
+export async function agentMain(options: { readonly simulatedKernel?: SimulatedKernelFactory } = {}): Promise<number> {
   let config: AgentConfig;
   try {
     config = parseAgentConfig(process.argv.slice(2), process.env);
+    if (config.kernelAdapter === 'simulated' && options.simulatedKernel === undefined) {
+      throw new ConfigError('agent configuration', [SIMULATED_KERNEL_UNAVAILABLE]);
+    }
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`agent: invalid configuration:\n${error.problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}\n`);
@@ -40,7 +47,7 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal);
 
   try {
-    const agent = await assembleAgent(config, log);
+    const agent = await assembleAgent(config, log, options.simulatedKernel === undefined ? {} : { simulatedKernel: options.simulatedKernel });
     try {
       await agent.run(stop.signal);
     } finally {
@@ -56,4 +63,4 @@ async function main(): Promise<number> {
 }
 
 // Exit explicitly: open API keep-alive sockets and timers must not keep a stopped agent alive.
-process.exit(await main());
+if (import.meta.main) process.exit(await agentMain());

@@ -5,8 +5,8 @@
  * scheduler, KWOK), creates 8 simulated GPU nodes in two pools with workloads and a PDB,
  * applies the DriverRollout CRD, a DriverRollout and the driver DaemonSet from manifests/, and
  * runs the real coordinator (`coordinator/main.ts`), the real init container and the real agent
- * (`agent/main.ts`, compiling the sample driver with kbuild and loading it into a simulated
- * kernel) for every driver pod. Then:
+ * (`agent/main.ts` through test/doubles/simulated-agent-main.ts, compiling the sample driver with
+ * kbuild and loading it into a simulated kernel) for every driver pod. Then:
  *   1. first install with safe loading: every node is cordoned and drained before its driver loads;
  *   2. an upgrade from 1.0.0 to 2.0.0, pool by pool within maxUnavailable.
  * Progress is printed as a table; the limits are checked on every change.
@@ -81,6 +81,8 @@ async function main(): Promise<void> {
       labelSelector: 'app.kubernetes.io/name=gpu-driver',
       logDir: join(work, 'pods'),
       nodeEnv: (node) => nodeHost(work, node, kernelVersion),
+      // The manifest's `node agent/main.ts`, with the simulated kernel (a test double) wired in.
+      programSubstitutes: { 'agent/main.ts': 'test/doubles/simulated-agent-main.ts' },
     });
     await kubelet.start();
     say(`coordinator, init containers and agents running; logs under ${work}`);

@@ -24,6 +24,11 @@ export interface ProcessKubeletOptions {
   /** Per-node overrides of node-local paths (the node's simulated host). */
   readonly nodeEnv: (nodeName: string) => Promise<Record<string, string>>;
   readonly logDir: string;
+  /**
+   * Programs run in place of a container's own (`agent/main.ts` → the test entry point with the
+   * simulated kernel): what a demo image would differ in. Paths relative to the repository.
+   */
+  readonly programSubstitutes?: Readonly<Record<string, string>>;
 }
 
 interface RunningPod {
@@ -111,7 +116,9 @@ export class ProcessKubelet {
     Object.assign(env, nodeEnv);
     const log = createWriteStream(join(this.#options.logDir, `${logName}.log`), { flags: 'a' });
     this.#logs.push(log);
-    const child = spawn(NODE, [...args, ...(container.args ?? [])], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const substitutes = this.#options.programSubstitutes ?? {};
+    const argv = args.map((arg) => substitutes[arg] ?? arg);
+    const child = spawn(NODE, [...argv, ...(container.args ?? [])], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.pipe(log);
     child.stderr.pipe(log);
     running.child = child;

@@ -1,7 +1,7 @@
 /**
  * The port through which the init container sees the Kubernetes API: only its own Node.
  * `createKubeNodeApi` (kube-node-api.ts) talks to a real API server; `InMemoryNodeApi`
- * (in-memory-node-api.ts) is a faithful in-process model used by unit tests.
+ * (test/doubles/in-memory-node-api.ts) is a faithful in-process model used by unit tests.
  *
  * Errors thrown by every method are either a NodeAccessError (permanent: 401/403/404/400/422,
  * never worth retrying) or anything else (transient: network, 5xx, 429, timeouts).

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../agent/kernel/modprobe-config.ts';
-import { SimulatedKernel } from '../../agent/kernel/simulated-kernel.ts';
+import { SimulatedKernel } from '../doubles/simulated-kernel.ts';
 import { buildSampleDriver, silentLogger } from '../unit/agent/build/sample-driver.ts';
 import { runScenario, type ScenarioStep, type StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';

@@ -1,4 +1,4 @@
-import type { SimulatedKernel } from '../../../agent/kernel/simulated-kernel.ts';
+import type { SimulatedKernel } from '../../doubles/simulated-kernel.ts';
 import type { ScenarioWorld } from '../guest/scenario.ts';
 
 /**

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { V1Container, V1DaemonSet, V1EnvVar } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { agentEnvironmentVariables, parseAgentConfig } from '../../../agent/config.ts';
+import { agentEnvironmentVariables, parseAgentConfig } from '../../../agent/config/parse-agent-config.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 
 const MANIFEST = resolve(import.meta.dirname, '../../../manifests/driver-daemonset.yaml');

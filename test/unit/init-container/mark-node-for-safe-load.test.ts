@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../init-container/clock.ts';
 import { GateAbortedError, NodeAccessError, StopRequested } from '../../../init-container/errors.ts';
-import { InMemoryNodeApi } from '../../../init-container/in-memory-node-api.ts';
+import { InMemoryNodeApi } from '../../doubles/in-memory-node-api.ts';
 import { markNodeForSafeLoad } from '../../../init-container/mark-node-for-safe-load.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { captureLogger } from './capture-logger.ts';

@@ -2,7 +2,7 @@ import { resolve, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../init-container/clock.ts';
 import { ModulesInUseError } from '../../../init-container/errors.ts';
-import { InMemoryNodeApi } from '../../../init-container/in-memory-node-api.ts';
+import { InMemoryNodeApi } from '../../doubles/in-memory-node-api.ts';
 import { runSafeLoadGate } from '../../../init-container/run-safe-load-gate.ts';
 import { readLoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
 import { driverKeys } from '../../../shared/keys.ts';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { BackoffPolicy } from '../../../init-container/backoff.ts';
 import { systemClock } from '../../../init-container/clock.ts';
 import { GateAbortedError, NodeAccessError, NodeDeletedError, StopRequested } from '../../../init-container/errors.ts';
-import { InMemoryNodeApi } from '../../../init-container/in-memory-node-api.ts';
+import { InMemoryNodeApi } from '../../doubles/in-memory-node-api.ts';
 import { waitForSafeLoad, type WaitForSafeLoadOptions } from '../../../init-container/wait-for-safe-load.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { captureLogger } from './capture-logger.ts';

@@ -5,7 +5,7 @@ import { pathExists } from '../../../../agent/build/path-exists.ts';
 import { DriverInUseError, DriverVerificationError, KernelCommandError, ModuleDependencyError } from '../../../../agent/kernel/kernel-errors.ts';
 import type { KernelPort, ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
-import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
+import { SimulatedKernel } from '../../../doubles/simulated-kernel.ts';
 import { silentLogger } from '../build/sample-driver.ts';
 import { aSampleDriver, aScratch, fakeSrcversion, holdOpen, type Scratch } from './fixtures.ts';
 

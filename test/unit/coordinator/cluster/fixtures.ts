@@ -1,6 +1,6 @@
 import type { V1ControllerRevision, V1DaemonSet, V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { POD_INDEXES, REVISION_INDEXES } from '../../../../coordinator/cluster/cluster-caches.ts';
-import { InMemoryCache } from '../../../../coordinator/cluster/in-memory-cache.ts';
+import { InMemoryCache } from '../../../doubles/in-memory-cache.ts';
 
 export const aNode = (name: string, extra: { labels?: Record<string, string>; annotations?: Record<string, string>; unschedulable?: boolean; ready?: boolean; rv?: string } = {}): V1Node => ({
   metadata: { name, uid: `uid-${name}`, labels: extra.labels ?? {}, annotations: extra.annotations ?? {}, resourceVersion: extra.rv ?? '10' },

@@ -2,7 +2,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { executePlan, type ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
-import { InMemoryClusterWriter } from '../../../../coordinator/execute/in-memory-cluster-writer.ts';
+import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
 import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
 import type { PodRef } from '../../../../coordinator/plan/snapshot.ts';
 import { driverKeys } from '../../../../shared/keys.ts';

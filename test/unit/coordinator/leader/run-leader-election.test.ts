@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { InMemoryLeaseStore } from '../../../../coordinator/leader/in-memory-lease-port.ts';
+import { InMemoryLeaseStore } from '../../../doubles/in-memory-lease-port.ts';
 import type { LeasePort } from '../../../../coordinator/leader/lease-port.ts';
 import { runLeaderElection } from '../../../../coordinator/leader/run-leader-election.ts';
 import { DriverRolloutError } from '../../../../shared/errors.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseAgentConfig } from '../../../agent/config.ts';
-import { ConfigError } from '../../../shared/errors.ts';
+import { parseAgentConfig } from '../../../../agent/config/parse-agent-config.ts';
+import { ConfigError } from '../../../../shared/errors.ts';
 
 /** The environment a DaemonSet pod gives the agent (downward API plus the driver's settings). */
 const podEnv = {

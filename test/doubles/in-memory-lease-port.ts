@@ -1,4 +1,4 @@
-import { LeaseConflictError, type LeasePort, type LeaseRecord, type LeaseSpecRecord } from './lease-port.ts';
+import { LeaseConflictError, type LeasePort, type LeaseRecord, type LeaseSpecRecord } from '../../coordinator/leader/lease-port.ts';
 
 /**
  * A Lease kept in memory with the API server's concurrency rules (resourceVersion checked on

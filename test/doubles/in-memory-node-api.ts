@@ -1,6 +1,6 @@
-import { abortReason } from './clock.ts';
-import { NodeAccessError } from './errors.ts';
-import type { NodeApi, NodeListing, NodeView, NodeWatchEvent } from './node-api.ts';
+import { abortReason } from '../../init-container/clock.ts';
+import { NodeAccessError } from '../../init-container/errors.ts';
+import type { NodeApi, NodeListing, NodeView, NodeWatchEvent } from '../../init-container/node-api.ts';
 
 type Verb = 'patch' | 'list' | 'watch';
 

@@ -1,5 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceCache } from './resource-informer.ts';
+import type { ResourceCache } from '../../coordinator/cluster/resource-informer.ts';
 
 /**
  * A ResourceCache filled by hand, with the same indexes as the informer's: for unit tests and

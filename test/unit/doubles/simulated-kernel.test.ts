@@ -1,13 +1,13 @@
 import { readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { findModulesInUse } from '../../../../shared/kmod/find-module-users.ts';
-import { readLoadedModule } from '../../../../shared/kmod/read-loaded-module.ts';
-import { KernelCommandError, ModuleBusyError } from '../../../../agent/kernel/kernel-errors.ts';
-import { renderModprobeOptions } from '../../../../agent/kernel/modprobe-config.ts';
-import { SimulatedKernel } from '../../../../agent/kernel/simulated-kernel.ts';
-import { writeConfigFile } from '../../../../agent/kernel/write-config-file.ts';
-import { aSampleDriver, aScratch, type Scratch } from './fixtures.ts';
+import { findModulesInUse } from '../../../shared/kmod/find-module-users.ts';
+import { readLoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
+import { KernelCommandError, ModuleBusyError } from '../../../agent/kernel/kernel-errors.ts';
+import { renderModprobeOptions } from '../../../agent/kernel/modprobe-config.ts';
+import { SimulatedKernel } from '../../doubles/simulated-kernel.ts';
+import { writeConfigFile } from '../../../agent/kernel/write-config-file.ts';
+import { aSampleDriver, aScratch, type Scratch } from '../agent/kernel/fixtures.ts';
 
 describe('the simulated kernel', () => {
   let scratch: Scratch;

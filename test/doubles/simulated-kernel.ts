@@ -2,10 +2,10 @@ import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:f
 import { join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { readLoadedModule, sysfsModuleName, type LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
-import { KernelCommandError, ModuleBusyError } from './kernel-errors.ts';
-import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
-import { installDir } from './real-kernel.ts';
-import { parseModprobeConfig } from './modprobe-config.ts';
+import { KernelCommandError, ModuleBusyError } from '../../agent/kernel/kernel-errors.ts';
+import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from '../../agent/kernel/kernel-port.ts';
+import { installDir } from '../../agent/kernel/real-kernel.ts';
+import { parseModprobeConfig } from '../../agent/kernel/modprobe-config.ts';
 
 export interface SimulatedKernelOptions {
   /** Where the /sys/module-like tree is written (read back with shared/kmod, like the real one). */

@@ -1,8 +1,8 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { DriverRolloutError } from '../../shared/errors.ts';
-import type { NodeMergePatch } from '../plan/node-patch.ts';
-import type { PodRef } from '../plan/snapshot.ts';
-import type { ClusterEvent, ClusterWriter, EvictionResult } from './cluster-writer.ts';
+import type { NodeMergePatch } from '../../coordinator/plan/node-patch.ts';
+import type { PodRef } from '../../coordinator/plan/snapshot.ts';
+import type { ClusterEvent, ClusterWriter, EvictionResult } from '../../coordinator/execute/cluster-writer.ts';
 
 /** The API server said no (anything but the idempotent cases the port absorbs). */
 export class InMemoryApiError extends DriverRolloutError {}

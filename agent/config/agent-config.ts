@@ -1,0 +1,13 @@
+import type { BuildConfig } from './build.ts';
+import type { IdentityConfig } from './identity.ts';
+import type { KernelConfig } from './kernel.ts';
+import type { ReportingConfig } from './reporting.ts';
+
+export type { SimulatedKernelSettings } from './kernel.ts';
+
+/**
+ * Everything the agent is told at start-up; parsed once by main.ts (parseAgentConfig). One
+ * concern per file: identity.ts (who and where), build.ts (what to compile, how), kernel.ts
+ * (devices, modules, loading), reporting.ts (ready file, HTTP, logs).
+ */
+export type AgentConfig = IdentityConfig & BuildConfig & KernelConfig & ReportingConfig;

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import type { ConfigProblem } from '../../shared/errors.ts';
+import type { DriverSource } from '../build/build-driver.ts';
+import { optional, problem, required, splitList } from './flag-fields.ts';
+import type { RawAgentConfig } from './parse-agent-config.ts';
+
+/** What to compile, against which kernel, and where the results are kept. */
+export interface BuildConfig {
+  /** Version of the driver sources; labelled on the node once loaded. */
+  readonly driverVersion: string;
+  readonly source: DriverSource;
+  /** Build and load for this kernel instead of `uname -r`. */
+  readonly kernelVersion: string | undefined;
+  /**
+   * kbuild trees to try, `{kernel}` standing for the target kernel release (e.g.
+   * `/host/usr/src/linux-headers-{kernel}`); undefined: `/lib/modules/<kver>/build`, then
+   * `/usr/src/linux-headers-<kver>`.
+   */
+  readonly headersDirs: readonly string[] | undefined;
+  readonly makeVariables: Readonly<Record<string, string>>;
+  readonly signing: { readonly privateKeyPath: string; readonly certificatePath: string } | undefined;
+  readonly cacheDir: string;
+}
+
+export const buildFlags = {
+  'driver-version': required,
+  'driver-source-dir': optional,
+  'driver-source-url': z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  'driver-source-sha256': z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits').optional(),
+  'driver-source-strip-components': z.coerce.number().int().min(0).optional(),
+  'kernel-version': optional,
+  'cache-dir': z.string().default('/var/lib/driver-rollout/cache'),
+  'headers-dirs': optional,
+  'make-variables': optional,
+  'signing-key': optional,
+  'signing-cert': optional,
+};
+
+export function buildConfig(c: RawAgentConfig, problems: ConfigProblem[]): BuildConfig {
+  return {
+    driverVersion: c['driver-version'],
+    source: driverSource(c, problems),
+    kernelVersion: c['kernel-version'],
+    headersDirs: c['headers-dirs'] === undefined ? undefined : splitList(c['headers-dirs']),
+    makeVariables: keyValues(c['make-variables'], 'make-variables', problems),
+    signing: signing(c, problems),
+    cacheDir: c['cache-dir'],
+  };
+}
+
+function driverSource(c: RawAgentConfig, problems: ConfigProblem[]): DriverSource {
+  const dir = c['driver-source-dir'];
+  const url = c['driver-source-url'];
+  const sha256 = c['driver-source-sha256'];
+  if (dir !== undefined && url !== undefined) {
+    problems.push(problem('driver-source-dir', 'give either a source directory or a tarball URL, not both'));
+  }
+  if (url !== undefined) {
+    if (sha256 === undefined) problems.push(problem('driver-source-sha256', 'required with --driver-source-url: downloads are verified'));
+    const strip = c['driver-source-strip-components'];
+    return { kind: 'tarball', url, sha256: sha256 ?? '', ...(strip === undefined ? {} : { stripComponents: strip }) };
+  }
+  if (dir === undefined) {
+    problems.push(problem('driver-source-dir', 'required: a kbuild source directory, or --driver-source-url with --driver-source-sha256'));
+  }
+  return { kind: 'directory', path: dir ?? '' };
+}
+
+function keyValues(text: string | undefined, field: 'make-variables', problems: ConfigProblem[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of splitList(text ?? '')) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(item);
+    if (m?.[1] === undefined || m[2] === undefined) {
+      problems.push(problem(field, `"${item}" is not NAME=value`));
+      continue;
+    }
+    out[m[1]] = m[2];
+  }
+  return out;
+}
+
+function signing(c: RawAgentConfig, problems: ConfigProblem[]): BuildConfig['signing'] {
+  const privateKeyPath = c['signing-key'];
+  const certificatePath = c['signing-cert'];
+  if (privateKeyPath === undefined && certificatePath === undefined) return undefined;
+  if (privateKeyPath === undefined || certificatePath === undefined) {
+    problems.push(problem(privateKeyPath === undefined ? 'signing-key' : 'signing-cert', 'module signing needs both the key and the certificate'));
+    return undefined;
+  }
+  return { privateKeyPath, certificatePath };
+}

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import type { ConfigProblem } from '../../shared/errors.ts';
+
+/**
+ * Every setting is a flag and an environment variable: `--node-name` and `NODE_NAME`, and so on
+ * (the DaemonSet uses variables, the demo flags). Flags win. The few whose variable differs
+ * from the flag name are listed here.
+ */
+const ENV_NAMES: Readonly<Record<string, string>> = {
+  kernel: 'KERNEL_ADAPTER',
+  modules: 'DRIVER_MODULES',
+  blacklist: 'MODULE_BLACKLIST',
+  'signing-key': 'SIGNING_KEY_PATH',
+  'signing-cert': 'SIGNING_CERT_PATH',
+};
+
+/** The environment variable of a flag: `node-name` → `NODE_NAME`, `kernel` → `KERNEL_ADAPTER`. */
+export function envName(flag: string): string {
+  return ENV_NAMES[flag] ?? flag.toUpperCase().replaceAll('-', '_');
+}
+
+/** A problem named by its flag and its variable: `--node-name / NODE_NAME`. */
+export function problem(flag: string, message: string): ConfigProblem {
+  return { path: `--${flag} / ${envName(flag)}`, message };
+}
+
+export const required = z.string({ error: 'required' }).min(1, 'required');
+export const optional = z.string().optional();
+export const seconds = z.coerce.number().positive();
+export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Items separated by spaces or commas. */
+export function splitList(text: string): string[] {
+  return text.split(/[\s,]+/).filter((s) => s !== '');
+}

@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import type { ConfigProblem } from '../../shared/errors.ts';
+import {
+  DEVICE_KIND_SELECTORS,
+  DEVICE_KINDS,
+  deviceKindForDriver,
+  normalizeHexId,
+  type DeviceSelector,
+} from '../detect/device-selector.ts';
+import { optional, problem, splitList } from './flag-fields.ts';
+import type { RawAgentConfig } from './parse-agent-config.ts';
+
+/** Which devices are served, which modules are loaded with which parameters, and how. */
+export interface KernelConfig {
+  /** Modules to load with modprobe (dependencies come along); empty = every module built. */
+  readonly modules: readonly string[];
+  /** Module parameters, written as modprobe.d `options` lines: module → parameter → value. */
+  readonly moduleParameters: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** Inbox modules that compete with the driver (e.g. `nouveau`), blacklisted during the reload. */
+  readonly blacklist: readonly string[];
+  readonly deviceSelector: DeviceSelector;
+  /** `/sys` on a node; a fixture tree in tests. `<sysfsRoot>/module` is where loaded modules show. */
+  readonly sysfsRoot: string;
+  /** Root of the module tree: modules go to `<moduleRoot>/lib/modules/<kver>/`, depmod -b uses it. */
+  readonly moduleRoot: string;
+  /**
+   * `simulated` models the kernel in memory (tests and the demo); only the test entry point
+   * test/doubles/simulated-agent-main.ts provides it, agent/main.ts refuses it.
+   */
+  readonly kernelAdapter: 'real' | 'simulated';
+  readonly unloadOnStop: boolean;
+  /**
+   * Where the modprobe.d files (options, and the blacklist while a reload runs) are written. The
+   * default, /run/modprobe.d, is read by modprobe without `-C`, in the container and, through the
+   * host-path mount, by the host's own modprobe (udev). The blacklist file is removed when the
+   * reload ends, so it keeps nouveau away only during the reload, not after it or after a reboot.
+   */
+  readonly modprobeConfigDir: string;
+  /**
+   * Device files of the driver (`/dev/nvidia`, `/dev/infiniband/`): when set, a "driver is in use"
+   * refusal names the processes (and pods) holding them, found in `procDir` (the host's /proc:
+   * the pod needs hostPID). Empty: the refusal names the modules and counts only.
+   */
+  readonly deviceFilePrefixes: readonly string[];
+  readonly procDir: string;
+  /** The simulated kernel (`--kernel simulated`) only: tests and the demo. */
+  readonly simulated: SimulatedKernelSettings;
+}
+
+export interface SimulatedKernelSettings {
+  /** `uname -r` of the simulated kernel (default: the target kernel); another release makes modprobe fail (ENOEXEC). */
+  readonly kernelRelease: string | undefined;
+  /** Time each module's init takes, as a real GPU driver's does. */
+  readonly loadMs: number;
+  /** Modules whose init fails, with the errno text modprobe prints (`drsample_core:No such device`). */
+  readonly initFailures: Readonly<Record<string, string>>;
+}
+
+const moduleName = /^[A-Za-z0-9_-]+$/;
+
+export const kernelFlags = {
+  modules: optional,
+  'module-parameters': optional,
+  blacklist: optional,
+  'device-kind': z.enum(DEVICE_KINDS).optional(),
+  'device-vendors': optional,
+  'device-classes': optional,
+  'sysfs-root': z.string().default('/sys'),
+  'module-root': z.string().default('/'),
+  kernel: z.enum(['real', 'simulated']).default('real'),
+  'unload-on-stop': z.stringbool().default(false),
+  'modprobe-config-dir': z.string().default('/run/modprobe.d'),
+  'device-file-prefixes': optional,
+  'proc-dir': z.string().default('/proc'),
+  'simulated-kernel-release': optional,
+  'simulated-load-seconds': z.coerce.number().min(0).default(0),
+  'simulated-init-failure': optional,
+};
+
+export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): KernelConfig {
+  return {
+    modules: moduleList(c, 'modules', problems),
+    moduleParameters: moduleParameters(c['module-parameters'], problems),
+    blacklist: moduleList(c, 'blacklist', problems),
+    deviceSelector: deviceSelector(c, problems),
+    sysfsRoot: c['sysfs-root'],
+    moduleRoot: c['module-root'],
+    kernelAdapter: c.kernel,
+    unloadOnStop: c['unload-on-stop'],
+    modprobeConfigDir: c['modprobe-config-dir'],
+    deviceFilePrefixes: absolutePaths(c, 'device-file-prefixes', problems),
+    procDir: c['proc-dir'],
+    simulated: {
+      kernelRelease: c['simulated-kernel-release'],
+      loadMs: c['simulated-load-seconds'] * 1000,
+      initFailures: initFailures(c['simulated-init-failure'], problems),
+    },
+  };
+}
+
+function absolutePaths(c: RawAgentConfig, field: 'device-file-prefixes', problems: ConfigProblem[]): string[] {
+  const paths = splitList(c[field] ?? '');
+  const bad = paths.filter((p) => !p.startsWith('/'));
+  if (bad.length > 0) problems.push(problem(field, `not absolute paths: ${bad.join(', ')}`));
+  return paths;
+}
+
+function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist', problems: ConfigProblem[]): string[] {
+  const names = splitList(c[field] ?? '');
+  const bad = names.filter((n) => !moduleName.test(n));
+  if (bad.length > 0) problems.push(problem(field, `not module names: ${bad.join(', ')}`));
+  return names;
+}
+
+/** `module.param=value` items separated by spaces or commas, e.g. `nvidia.NVreg_OpenRmEnableUnsupportedGpus=1`. */
+function moduleParameters(text: string | undefined, problems: ConfigProblem[]): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const item of splitList(text ?? '')) {
+    const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)=(.*)$/.exec(item);
+    if (m?.[1] === undefined || m[2] === undefined || m[3] === undefined) {
+      problems.push(problem('module-parameters', `"${item}" is not module.parameter=value`));
+      continue;
+    }
+    (out[m[1]] ??= {})[m[2]] = m[3];
+  }
+  return out;
+}
+
+/**
+ * Explicit vendors and classes win; else `--device-kind`; else the kind the driver name
+ * implies (`gpu` → NVIDIA GPUs, `ofed` → Mellanox NICs).
+ */
+function deviceSelector(c: RawAgentConfig, problems: ConfigProblem[]): DeviceSelector {
+  const kind = c['device-kind'] ?? deviceKindForDriver(c['driver-name']);
+  const base = kind === undefined ? undefined : DEVICE_KIND_SELECTORS[kind];
+  const vendors = hexList(c, 'device-vendors', 4, problems) ?? base?.vendors;
+  const classPrefixes = hexList(c, 'device-classes', 4, problems) ?? base?.classPrefixes;
+  if ((vendors === undefined || classPrefixes === undefined) && c['driver-name'] !== '') {
+    problems.push(
+      problem('device-kind', `cannot tell which devices driver "${c['driver-name']}" serves: set gpu or nic, or --device-vendors and --device-classes`),
+    );
+  }
+  return { vendors: vendors ?? [], classPrefixes: classPrefixes ?? [] };
+}
+
+/** Vendors are 4 hex digits; classes are class+subclass (4 digits, `0302`) matched as a prefix. */
+function hexList(c: RawAgentConfig, field: 'device-vendors' | 'device-classes', digits: number, problems: ConfigProblem[]): string[] | undefined {
+  const text = c[field];
+  if (text === undefined) return undefined;
+  const items = splitList(text);
+  const ids = items.map((i) => normalizeHexId(i, digits));
+  const bad = items.filter((_, n) => ids[n] === undefined);
+  if (bad.length > 0) problems.push(problem(field, `not ${digits}-digit hex ids: ${bad.join(', ')}`));
+  return ids.filter((id): id is string => id !== undefined);
+}
+
+/** `module:errno text` items separated by commas: `drsample_core:No such device`. */
+function initFailures(text: string | undefined, problems: ConfigProblem[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of (text ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const m = /^([A-Za-z0-9_-]+):(.+)$/.exec(item);
+    if (m?.[1] === undefined || m[2] === undefined) {
+      problems.push(problem('simulated-init-failure', `"${item}" is not module:errno text`));
+      continue;
+    }
+    out[m[1]] = m[2].trim();
+  }
+  return out;
+}
