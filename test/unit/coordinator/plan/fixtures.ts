@@ -195,13 +195,18 @@ export function aCluster(nodes: readonly (NodeBuilder | NodeSnapshot)[], pdbs: r
 export type UpgradePolicyInput = NonNullable<DriverRolloutSpecInput['upgradePolicy']>;
 
 /** A valid policy for driver `gpu`; `upgradePolicy` and other spec fields override the defaults. */
-export function aPolicy(upgradePolicy: UpgradePolicyInput = {}, rest: Partial<DriverRolloutSpecInput> = {}): DriverRolloutPolicy {
-  const parsed = parseDriverRolloutSpec({
+/** The DriverRollout spec as a user writes it (the fixture's defaults: no parallel cap, 100% unavailable). */
+export function aSpec(upgradePolicy: UpgradePolicyInput = {}, rest: Partial<DriverRolloutSpecInput> = {}): DriverRolloutSpecInput {
+  return {
     driverName: 'gpu',
     selector: { matchLabels: { app: 'gpu-driver' } },
     ...rest,
     upgradePolicy: { maxParallelUpgrades: 0, maxUnavailable: '100%', ...upgradePolicy },
-  });
+  };
+}
+
+export function aPolicy(upgradePolicy: UpgradePolicyInput = {}, rest: Partial<DriverRolloutSpecInput> = {}): DriverRolloutPolicy {
+  const parsed = parseDriverRolloutSpec(aSpec(upgradePolicy, rest));
   if (!parsed.ok) throw new Error(parsed.problems.map((p) => `${p.path}: ${p.message}`).join('; '));
   return parsed.policy;
 }

@@ -6,19 +6,19 @@
  * - no pool ever has more nodes upgrading than maxParallelUpgrades (or than it already had);
  * - a node cordoned by an admin before its upgrade is never uncordoned;
  * - DaemonSet and mirror pods are never deleted or evicted; drain-skip pods are never evicted.
+ * The limits and the admin cordons are judged by the independent observer (test/observer/), which
+ * computes out of service, percentages and pool membership itself, not with the planner's helpers.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { driverKeys, UPGRADE_STATES, type UpgradeState } from '../../../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import type { Plan } from '../../../../coordinator/plan/action.ts';
-import { assignPool } from '../../../../coordinator/plan/assign-pool.ts';
-import { stateOf } from '../../../../coordinator/plan/node-view.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
-import { isCordonedByAdmin, otherDriverHolds } from '../../../../coordinator/plan/other-drivers.ts';
-import { isOutOfService, isUpgrading, resolveMaxUnavailable } from '../../../../coordinator/plan/pool-capacity.ts';
 import type { ClusterSnapshot } from '../../../../coordinator/plan/snapshot.ts';
-import { KEYS, NOW, aCluster, aNode, aPdb, aPod, aPolicy, secondsAgo, type NodeBuilder, type PodBuilder } from './fixtures.ts';
+import { adminCordoned, allowedUnavailable, heldByOtherDrivers, limitViolations, readRollout, uncordonViolations, type ObservedRollout } from '../../../observer/rollout-promises.ts';
+import { KEYS, NOW, aCluster, aNode, aPdb, aPod, aSpec, secondsAgo, type NodeBuilder, type PodBuilder } from './fixtures.ts';
+import { parseDriverRolloutSpec, type DriverRolloutSpecInput } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { evolve, execute, randomFrom } from './simulate.ts';
 
 const NOT_STARTED: readonly UpgradeState[] = ['unknown', 'upgrade-done', 'upgrade-required'];
@@ -127,8 +127,16 @@ function buildPod(spec: PodSpec, name: string): PodBuilder {
   return spec.done ? built.inPhase('Succeeded') : built;
 }
 
-function buildPolicy(spec: PolicySpec): DriverRolloutPolicy {
-  return aPolicy(
+/** The policy the planner parses, and the spec as written, which the observer reads itself. */
+function buildPolicy(spec: PolicySpec): { policy: DriverRolloutPolicy; written: DriverRolloutSpecInput; observed: ObservedRollout } {
+  const written = buildSpec(spec);
+  const parsed = parseDriverRolloutSpec(written);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+  return { policy: parsed.policy, written, observed: readRollout(written) };
+}
+
+function buildSpec(spec: PolicySpec): DriverRolloutSpecInput {
+  return aSpec(
     {
       maxUnavailable: spec.maxUnavailable,
       maxParallelUpgrades: spec.maxParallelUpgrades,
@@ -152,44 +160,14 @@ function defined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-interface PoolCount {
-  total: number;
-  outOfService: number;
-  upgrading: number;
-}
-
-function countPools(snapshot: ClusterSnapshot, policy: DriverRolloutPolicy): Map<string, PoolCount> {
-  const counts = new Map<string, PoolCount>();
-  for (const node of snapshot.nodes) {
-    const pool = assignPool(node.labels, policy);
-    if (pool.kind !== 'pool') continue;
-    const c = counts.get(pool.pool.name) ?? { total: 0, outOfService: 0, upgrading: 0 };
-    const state = stateOf(node.labels, KEYS.upgradeState);
-    c.total++;
-    if (isOutOfService({ state, unschedulable: node.unschedulable, ready: node.ready })) c.outOfService++;
-    if (isUpgrading(state)) c.upgrading++;
-    counts.set(pool.pool.name, c);
-  }
-  return counts;
-}
-
-function checkStep(before: ClusterSnapshot, after: ClusterSnapshot, plan: Plan, policy: DriverRolloutPolicy, adminCordoned: ReadonlySet<string>): void {
-  const was = countPools(before, policy);
-  for (const [name, now] of countPools(after, policy)) {
-    const pool = name === policy.defaultPool.name ? policy.defaultPool : policy.pools.find((p) => p.name === name);
-    if (pool === undefined) throw new Error(`unknown pool ${name}`);
-    const prior = was.get(name) ?? { total: 0, outOfService: 0, upgrading: 0 };
-    const maxUnavailable = resolveMaxUnavailable(pool.maxUnavailable, now.total);
-    expect(now.outOfService, `pool ${name}: out of service`).toBeLessThanOrEqual(Math.max(maxUnavailable, prior.outOfService));
-    if (pool.maxParallelUpgrades > 0) {
-      expect(now.upgrading, `pool ${name}: upgrading`).toBeLessThanOrEqual(Math.max(pool.maxParallelUpgrades, prior.upgrading));
-    }
-  }
+function checkStep(before: ClusterSnapshot, after: ClusterSnapshot, plan: Plan, observed: ObservedRollout, cordonedByAdmin: ReadonlySet<string>): void {
+  expect(limitViolations(before.nodes, after.nodes, observed)).toEqual([]);
+  expect(uncordonViolations(after.nodes, cordonedByAdmin)).toEqual([]);
   for (const nodePlan of plan.nodePlans) {
     const node = before.nodes.find((n) => n.name === nodePlan.node);
-    const heldByOthers = node === undefined ? [] : otherDriverHolds(node.labels, node.annotations, KEYS);
+    const heldByOthers = node === undefined ? [] : heldByOtherDrivers(node, observed);
     for (const action of nodePlan.actions) {
-      if (action.kind === 'uncordon') expect(adminCordoned.has(action.node), `uncordoned admin-cordoned ${action.node}`).toBe(false);
+      if (action.kind === 'uncordon') expect(cordonedByAdmin.has(action.node), `uncordoned admin-cordoned ${action.node}`).toBe(false);
       if (action.kind === 'uncordon') expect(heldByOthers, `uncordoned ${action.node} while another driver holds it`).toEqual([]);
       if (action.kind === 'deletePod' || action.kind === 'evictPod') {
         const pod = node?.pods.find((p) => p.uid === action.pod.uid);
@@ -199,7 +177,6 @@ function checkStep(before: ClusterSnapshot, after: ClusterSnapshot, plan: Plan, 
       }
     }
   }
-  for (const name of adminCordoned) expect(after.nodes.find((n) => n.name === name)?.unschedulable, `${name} stays cordoned`).toBe(true);
 }
 
 describe('planner invariants over random clusters and policies', () => {
@@ -211,24 +188,16 @@ describe('planner invariants over random clusters and policies', () => {
         fc.boolean(),
         fc.integer({ min: 0, max: 2 ** 31 - 1 }),
         (nodeSpecs, policySpec, withPdb, seed) => {
-          const policy = buildPolicy(policySpec);
+          const { policy, observed } = buildPolicy(policySpec);
           const random = randomFrom(seed);
           let snapshot = aCluster(nodeSpecs.map(buildNode), withPdb ? [aPdb('work', 'db', 'app=db', 0)] : []);
-          const adminCordoned = new Set(
-            snapshot.nodes
-              .filter(
-                (n) =>
-                  (n.unschedulable && n.annotations[KEYS.initialStateUnschedulable] !== undefined) ||
-                  (NOT_STARTED.includes(stateOf(n.labels, KEYS.upgradeState)) && isCordonedByAdmin(n.unschedulable, otherDriverHolds(n.labels, n.annotations, KEYS))),
-              )
-              .map((n) => n.name),
-          );
+          const cordonedByAdmin = adminCordoned(snapshot.nodes, observed);
           let now = NOW;
           for (let pass = 0; pass < 25; pass++) {
             const plan = planUpgrades(snapshot, policy, now);
             const cut = random() < 0.2;
             const after = execute(snapshot, plan, now, (_node, count) => (cut ? Math.floor(random() * (count + 1)) : count));
-            checkStep(snapshot, after, plan, policy, adminCordoned);
+            checkStep(snapshot, after, plan, observed, cordonedByAdmin);
             snapshot = evolve(after, random, { progress: 0.5, badDriver: random() < 0.05, safeLoad: random() < 0.3 });
             now += 1000 + Math.floor(random() * 60_000);
           }
@@ -251,11 +220,13 @@ describe('planner invariants over random clusters and policies', () => {
             if (spec.notReady) node = node.notReady();
             return node;
           });
-          const policy = aPolicy({ maxUnavailable, maxParallelUpgrades });
+          const written = aSpec({ maxUnavailable, maxParallelUpgrades });
+          const parsed = parseDriverRolloutSpec(written);
+          if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
           const snapshot = aCluster(nodes);
-          const plan = planUpgrades(snapshot, policy, NOW);
+          const plan = planUpgrades(snapshot, parsed.policy, NOW);
           const started = new Set(plan.nodePlans.filter((p) => p.actions.some((a) => a.kind === 'setState' && a.to === 'cordon-required')).map((p) => p.node));
-          const limit = resolveMaxUnavailable(policy.defaultPool.maxUnavailable, nodes.length);
+          const limit = allowedUnavailable(readRollout(written).defaultPool.maxUnavailable, nodes.length);
           const down = snapshot.nodes.filter((n) => n.unschedulable || !n.ready);
           const downStarted = down.filter((n) => started.has(n.name)).length;
           const upStarted = started.size - downStarted;
@@ -282,7 +253,7 @@ describe('planner invariants over random clusters and policies', () => {
     const byNode = <T extends { node: string }>(list: readonly T[]): T[] => [...list].sort((x, y) => (x.node < y.node ? -1 : 1));
     fc.assert(
       fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 16 }), policyArb, (nodeSpecs, policySpec) => {
-        const policy = buildPolicy(policySpec);
+        const { policy } = buildPolicy(policySpec);
         const snapshot = aCluster(nodeSpecs.map(buildNode));
         const forward = planUpgrades(snapshot, policy, NOW);
         const backward = planUpgrades({ ...snapshot, nodes: [...snapshot.nodes].reverse() }, policy, NOW);
