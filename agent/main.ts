@@ -1,8 +1,9 @@
+import { usageText, wantsHelp } from '../shared/cli-help.ts';
 import { ConfigError, toError } from '../shared/errors.ts';
 import { createLogger } from '../shared/logger.ts';
 import { assembleAgent, SIMULATED_KERNEL_UNAVAILABLE, type SimulatedKernelFactory } from './assemble-agent.ts';
 import type { AgentConfig } from './config/agent-config.ts';
-import { parseAgentConfig } from './config/parse-agent-config.ts';
+import { agentSettings, parseAgentConfig } from './config/parse-agent-config.ts';
 import { removeReadyFileSync } from './report/ready-file.ts';
 
 /**
@@ -14,6 +15,16 @@ import { removeReadyFileSync } from './report/ready-file.ts';
  * run as the image's entry point, `--kernel simulated` is a configuration error.
  */
 export async function agentMain(options: { readonly simulatedKernel?: SimulatedKernelFactory } = {}): Promise<number> {
+  if (wantsHelp(process.argv.slice(2))) {
+    process.stdout.write(usageText({
+      summary: 'driver-rollout agent: detects the devices, builds and loads the kernel driver, reports readiness.',
+      command: 'node agent/main.ts [--flag value ...]',
+      settings: agentSettings(),
+      exitCodes: '0 stopped on request, 1 fatal error, 2 bad configuration',
+      readme: 'agent/README.md',
+    }));
+    return 0;
+  }
   let config: AgentConfig;
   try {
     config = parseAgentConfig(process.argv.slice(2), process.env);

@@ -58,8 +58,8 @@ const schema = z
     message: 'must be below renewDeadlineSeconds',
   });
 
-/** Which flag or variable each field comes from, for messages. */
-const SOURCES: Readonly<Record<string, string>> = {
+/** Which flag or variable each field comes from, for messages and `--help`. */
+export const COORDINATOR_SETTINGS: Readonly<Record<string, string>> = {
   kubeconfig: '--kubeconfig / KUBECONFIG',
   namespaces: '--namespace / WATCH_NAMESPACE',
   leaseName: '--lease-name / LEASE_NAME',
@@ -105,7 +105,7 @@ export function parseCoordinatorConfig(argv: readonly string[], env: Readonly<Re
       'coordinator configuration',
       parsed.error.issues.map((issue) => {
         const field = String(issue.path[0] ?? '');
-        return { path: SOURCES[field] ?? field, message: issue.message };
+        return { path: COORDINATOR_SETTINGS[field] ?? field, message: issue.message };
       }),
     );
   }

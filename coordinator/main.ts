@@ -1,7 +1,8 @@
+import { usageText, wantsHelp } from '../shared/cli-help.ts';
 import { ConfigError, toError } from '../shared/errors.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import { createLogger } from '../shared/logger.ts';
-import { parseCoordinatorConfig } from './config.ts';
+import { COORDINATOR_SETTINGS, parseCoordinatorConfig } from './config.ts';
 import { planUpgrades } from './plan/plan-upgrades.ts';
 import { runCoordinator } from './run-coordinator.ts';
 
@@ -12,6 +13,16 @@ import { runCoordinator } from './run-coordinator.ts';
  * progress lives on the API objects.
  */
 async function main(): Promise<number> {
+  if (wantsHelp(process.argv.slice(2))) {
+    process.stdout.write(usageText({
+      summary: 'driver-rollout coordinator: the leader-elected controller that moves nodes through the driver upgrade states.',
+      command: 'node coordinator/main.ts [--flag value ...]',
+      settings: Object.values(COORDINATOR_SETTINGS),
+      exitCodes: '0 stopped on request, 1 fatal error, 2 bad configuration',
+      readme: 'coordinator/README.md',
+    }));
+    return 0;
+  }
   let config;
   try {
     config = parseCoordinatorConfig(process.argv.slice(2), process.env);

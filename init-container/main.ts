@@ -16,11 +16,12 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readLoadedModule } from '../shared/kmod/read-loaded-module.ts';
+import { usageText, wantsHelp } from '../shared/cli-help.ts';
 import { ConfigError, toError } from '../shared/errors.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { systemClock } from './clock.ts';
-import { parseInitConfig, type InitConfig } from './config.ts';
+import { parseInitConfig, SETTINGS, type InitConfig } from './config.ts';
 import { ModulesInUseError, StopRequested } from './errors.ts';
 import { createKubeNodeApi } from './kube-node-api.ts';
 import { runSafeLoadGate } from './run-safe-load-gate.ts';
@@ -29,6 +30,16 @@ const EXIT = { ok: 0, failed: 1, config: 2, timeout: 3, modulesInUse: 4 } as con
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 async function main(): Promise<number> {
+  if (wantsHelp(process.argv.slice(2))) {
+    process.stdout.write(usageText({
+      summary: 'driver-rollout init container: the safe driver load gate (waits until the coordinator has drained the node).',
+      command: 'node init-container/main.ts [--flag value ...]',
+      settings: Object.values(SETTINGS).map((s) => `${s.env} (or ${s.flag})`),
+      exitCodes: '0 safe to load, 1 failed, 2 bad configuration, 3 timeout, 4 modules in use, 130/143 stopped',
+      readme: 'init-container/README.md',
+    }));
+    return EXIT.ok;
+  }
   let config: InitConfig;
   try {
     config = parseInitConfig(process.argv.slice(2), process.env);

@@ -21,6 +21,11 @@ export function agentEnvironmentVariables(): string[] {
   return FLAGS.map(envName);
 }
 
+/** Every setting as `--flag / VARIABLE`, for `--help`. */
+export function agentSettings(): string[] {
+  return FLAGS.map((f) => `--${f} / ${envName(f)}`);
+}
+
 /**
  * Parses flags and environment into the agent's config, or throws ConfigError listing every
  * problem (each named by its flag and variable). Nothing is half-applied.
