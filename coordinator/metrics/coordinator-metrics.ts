@@ -22,15 +22,44 @@ export interface RolloutLabels {
 const ROLLOUT_LABELS = ['namespace', 'rollout', 'driver'] as const;
 
 /**
+ * The GPU Operator's own upgrade gauges, exactly as NVIDIA/gpu-operator registers them
+ * (`controllers/operator_metrics.go`: namespace `gpu_operator`, no labels, one value for the
+ * cluster). Kept so that dashboards and alerts written for the GPU Operator keep working: each is
+ * the sum over the DriverRollouts of the GPU driver (driverName `gpu`). NVIDIA's docs spell the
+ * first one `gpu_operator_auto_upgrade_enabled`; the code registers the name below.
+ */
+export const NVIDIA_GPU_OPERATOR_GAUGES = {
+  autoUpgrade: 'gpu_operator_driver_auto_upgrade_enabled',
+  inProgress: 'gpu_operator_nodes_upgrades_in_progress',
+  done: 'gpu_operator_nodes_upgrades_done',
+  failed: 'gpu_operator_nodes_upgrades_failed',
+  available: 'gpu_operator_nodes_upgrades_available',
+  pending: 'gpu_operator_nodes_upgrades_pending',
+} as const;
+
+/** The driver name whose rollouts feed NVIDIA_GPU_OPERATOR_GAUGES (the GPU Operator's driver). */
+export const NVIDIA_GPU_DRIVER_NAME = 'gpu';
+
+interface RolloutSample {
+  readonly labels: RolloutLabels;
+  readonly counts: RolloutNodeCounts;
+  readonly autoUpgrade: boolean;
+}
+
+/**
  * The coordinator's Prometheus metrics: the GPU Operator's upgrade gauges
  * (`gpu_operator_nodes_upgrades_*`, `gpu_operator_driver_auto_upgrade_enabled`) under our
- * prefix with one series per DriverRollout, plus histograms of how long a node's upgrade
- * takes and how long nodes spend in each state.
+ * prefix with one series per DriverRollout, the same gauges under NVIDIA's own unlabelled names
+ * (NVIDIA_GPU_OPERATOR_GAUGES), whether a rollout is halted, plus histograms of how long a node's
+ * upgrade takes and how long nodes spend in each state.
  */
 export class CoordinatorMetrics {
   readonly registry = new Registry();
   private readonly gauges: Readonly<Record<keyof RolloutNodeCounts, Gauge<(typeof ROLLOUT_LABELS)[number]>>>;
   private readonly autoUpgrade: Gauge<(typeof ROLLOUT_LABELS)[number]>;
+  private readonly halted: Gauge<(typeof ROLLOUT_LABELS)[number]>;
+  private readonly nvidia: Readonly<Record<keyof typeof NVIDIA_GPU_OPERATOR_GAUGES, Gauge>>;
+  private readonly samples = new Map<string, RolloutSample>();
   private readonly leader: Gauge;
   private readonly upgradeSeconds: Histogram<'driver'>;
   private readonly stateSeconds: Histogram<'driver' | 'state'>;
@@ -47,6 +76,16 @@ export class CoordinatorMetrics {
       pending: gauge('driver_rollout_nodes_upgrades_pending', 'Nodes waiting to start an upgrade (upgrade-required).'),
     };
     this.autoUpgrade = gauge('driver_rollout_driver_auto_upgrade_enabled', '1 when upgradePolicy.autoUpgrade is true, else 0.');
+    this.halted = gauge('driver_rollout_halted', '1 while the rollout is halted (maxFailedNodes nodes in upgrade-failed), else 0.');
+    const nvidiaGauge = (name: string, help: string): Gauge => new Gauge({ name, help, registers: [this.registry] });
+    this.nvidia = {
+      autoUpgrade: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.autoUpgrade, '1 if driver auto upgrade is enabled 0 if not (GPU Operator name; 1 when any gpu DriverRollout enables it).'),
+      inProgress: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.inProgress, 'Total number of nodes on which the gpu operator pods are being upgraded (GPU Operator name; sum over gpu DriverRollouts).'),
+      done: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.done, 'Total number of nodes on which the gpu operator pods are successfully upgraded (GPU Operator name; sum over gpu DriverRollouts).'),
+      failed: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.failed, 'Total number of nodes on which the gpu operator pod upgrades have failed (GPU Operator name; sum over gpu DriverRollouts).'),
+      available: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.available, 'Total number of nodes on which the gpu operator pod upgrades can be done (GPU Operator name; sum over gpu DriverRollouts).'),
+      pending: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.pending, 'Total number of nodes on which the gpu operator pod upgrades are pending (GPU Operator name; sum over gpu DriverRollouts).'),
+    };
     this.leader = new Gauge({ name: 'driver_rollout_coordinator_is_leader', help: '1 while this replica holds the Lease.', registers: [this.registry] });
     this.upgradeSeconds = new Histogram({
       name: 'driver_rollout_node_upgrade_duration_seconds',
@@ -71,16 +110,29 @@ export class CoordinatorMetrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  setRolloutCounts(labels: RolloutLabels, counts: RolloutNodeCounts, autoUpgrade: boolean): void {
+  setRolloutCounts(labels: RolloutLabels, counts: RolloutNodeCounts, autoUpgrade: boolean, halted = false): void {
     for (const key of Object.keys(this.gauges) as (keyof RolloutNodeCounts)[]) {
       this.gauges[key].set({ ...labels }, counts[key]);
     }
     this.autoUpgrade.set({ ...labels }, autoUpgrade ? 1 : 0);
+    this.halted.set({ ...labels }, halted ? 1 : 0);
+    this.samples.set(sampleKey(labels), { labels, counts, autoUpgrade });
+    this.updateNvidiaGauges();
   }
 
   /** Drops the series of a DriverRollout that no longer exists. */
   forgetRollout(labels: RolloutLabels): void {
-    for (const g of [...Object.values(this.gauges), this.autoUpgrade]) g.remove({ ...labels });
+    for (const g of [...Object.values(this.gauges), this.autoUpgrade, this.halted]) g.remove({ ...labels });
+    this.samples.delete(sampleKey(labels));
+    this.updateNvidiaGauges();
+  }
+
+  private updateNvidiaGauges(): void {
+    const gpu = [...this.samples.values()].filter((s) => s.labels.driver === NVIDIA_GPU_DRIVER_NAME);
+    for (const key of ['inProgress', 'done', 'failed', 'available', 'pending'] as const) {
+      this.nvidia[key].set(gpu.reduce((sum, s) => sum + s.counts[key], 0));
+    }
+    this.nvidia.autoUpgrade.set(gpu.some((s) => s.autoUpgrade) ? 1 : 0);
   }
 
   observeStateLeft(driver: string, state: UpgradeState, seconds: number): void {
@@ -98,4 +150,8 @@ export class CoordinatorMetrics {
   setLeader(isLeader: boolean): void {
     this.leader.set(isLeader ? 1 : 0);
   }
+}
+
+function sampleKey(labels: RolloutLabels): string {
+  return `${labels.namespace}/${labels.rollout}`;
 }

@@ -160,7 +160,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
     const labels = { namespace: ref.namespace, rollout: ref.name, driver: policy.driverName };
     known.set(`${ref.namespace}/${ref.name}`, labels);
-    deps.metrics.setRolloutCounts(labels, plan.status.nodes, policy.autoUpgrade);
+    deps.metrics.setRolloutCounts(labels, plan.status.nodes, policy.autoUpgrade, plan.status.halted);
     // A failed action is retried on the next pass; wake soon rather than wait for a change.
     const retryAt = failures.length > 0 ? nowMs + 1_000 : null;
     return minOf(plan.nextWakeAt, retryAt);
