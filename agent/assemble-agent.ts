@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
 import { ConfigError, type ConfigProblem } from '../shared/errors.ts';
 import { driverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
@@ -50,6 +51,9 @@ export const SIMULATED_KERNEL_UNAVAILABLE: ConfigProblem = {
   message: 'simulated is a test double: only test/doubles/simulated-agent-main.ts (tests, demo) provides it',
 };
 
+/** Retries of the pod condition, node labels and Events: from 0.5 s, doubling, up to 30 s. */
+const REPORT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000 };
+
 const VERIFY_INTERVAL_MS = 30_000;
 /** SIGTERM must withdraw readiness within 1 s; this leaves room for the local steps. */
 const STOP_FLUSH_MS = 800;
@@ -72,7 +76,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     metrics,
     log,
     now,
-    retryDelayMs: (attempt) => Math.min(30_000, 500 * 2 ** attempt),
+    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF),
     sinks: {
       writePodCondition: createPodConditionWriter(core, { name: config.podName, namespace: config.podNamespace }, keys.driverReadyCondition, now),
       writeNodeLabels: createNodeLabelWriter(core, config.nodeName),

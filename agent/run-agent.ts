@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleepFor } from 'node:timers/promises';
+import { abortableSleep, untilAborted } from '../shared/abortable-sleep.ts';
+import { backoffDelay } from '../shared/backoff.ts';
 import { toError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { NodeLockError } from './acquire-node-lock.ts';
@@ -9,7 +10,12 @@ import { describeFailure, type AgentStep } from './describe-failure.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import type { DriverState } from './report/driver-state.ts';
 import type { StateReporter } from './report/state-reporter.ts';
-import { retryDelay } from './retry-delay.ts';
+
+/**
+ * Up to 20 % is taken off each retry delay (never added: the configured maximum stays a maximum),
+ * so that agents that failed together (an outage) do not retry together.
+ */
+const RETRY_JITTER = 0.2;
 
 /** What the reload did: replaced modules, or found the built ones already loaded (srcversion fast path). */
 export interface LoadOutcome {
@@ -111,7 +117,7 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       const attempt = await attemptOnce(deps, report, stop.signal);
       if (attempt.kind === 'aborted') break;
       if (attempt.kind === 'no-device') {
-        await sleepUntilAborted(stop.signal);
+        await untilAborted(stop.signal);
         break;
       }
       if (attempt.kind === 'loaded') {
@@ -124,9 +130,9 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       }
       failures += 1;
       await reportFailure(deps, report, attempt.step, attempt.error, attempt.hint);
-      const delay = retryDelay(failures, deps.retry, deps.random());
+      const delay = backoffDelay(failures - 1, { ...deps.retry, jitter: RETRY_JITTER, jitterMode: 'shorten' }, deps.random);
       log.info({ attempt: failures, delayMs: delay }, 'retrying after a failure');
-      await sleepOrAbort(delay, stop.signal);
+      await abortableSleep(delay, stop.signal);
     }
   } catch (error) {
     if (!(error instanceof NodeLockError && stop.signal.aborted)) throw error;
@@ -210,7 +216,7 @@ async function reportFailure(
 /** Re-verifies a loaded driver until stopped; returns the error if it stops being loaded. */
 async function watchLoaded(deps: AgentDeps, built: BuiltDriver, signal: AbortSignal): Promise<Error | undefined> {
   for (;;) {
-    await sleepOrAbort(deps.verifyIntervalMs, signal);
+    await abortableSleep(deps.verifyIntervalMs, signal);
     if (signal.aborted) return undefined;
     try {
       await deps.steps.verify(built);
@@ -257,17 +263,3 @@ async function timed<T>(run: () => Promise<T>, observe: (seconds: number, result
   }
 }
 
-async function sleepOrAbort(ms: number, signal: AbortSignal): Promise<void> {
-  try {
-    await sleepFor(ms, undefined, { signal });
-  } catch {
-    // Aborted: the caller checks the signal.
-  }
-}
-
-function sleepUntilAborted(signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    signal.addEventListener('abort', () => { resolve(); }, { once: true });
-  });
-}

@@ -1,7 +1,7 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../shared/kube/patch-options.ts';
-import { abortReason } from './clock.ts';
+import { abortReason } from '../shared/abortable-sleep.ts';
 import { NodeAccessError, type NodeAccessProblem } from './errors.ts';
 import type { NodeApi, NodeListing, NodeView, NodeWatchEvent } from './node-api.ts';
 

@@ -1,5 +1,5 @@
 import type { Logger } from '../shared/logger.ts';
-import type { BackoffPolicy } from './backoff.ts';
+import type { BackoffPolicy } from '../shared/backoff.ts';
 import type { Clock } from './clock.ts';
 import type { NodeApi } from './node-api.ts';
 import { retryTransient } from './retry-transient.ts';

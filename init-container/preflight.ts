@@ -1,7 +1,8 @@
 import { findModulesInUse, describeModulesInUse, type ModuleInUse } from '../shared/kmod/find-module-users.ts';
 import type { LoadedModule } from '../shared/kmod/read-loaded-module.ts';
 import type { Logger } from '../shared/logger.ts';
-import { abortReason, type Clock } from './clock.ts';
+import { abortReason } from '../shared/abortable-sleep.ts';
+import type { Clock } from './clock.ts';
 import { ModulesInUseError } from './errors.ts';
 
 /** Reads one module as /sys/module shows it; undefined when it is not loaded. */

@@ -1,7 +1,9 @@
 import type { Logger } from '../shared/logger.ts';
 import { toError } from '../shared/errors.ts';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.ts';
-import { abortReason, type Clock } from './clock.ts';
+import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
+import { DEFAULT_BACKOFF } from './default-backoff.ts';
+import { abortReason } from '../shared/abortable-sleep.ts';
+import type { Clock } from './clock.ts';
 import { GateAbortedError, NodeAccessError } from './errors.ts';
 
 export interface RetryOptions {

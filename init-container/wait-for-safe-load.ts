@@ -1,7 +1,9 @@
 import { toError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.ts';
-import { abortReason, type Clock } from './clock.ts';
+import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
+import { DEFAULT_BACKOFF } from './default-backoff.ts';
+import { abortReason } from '../shared/abortable-sleep.ts';
+import type { Clock } from './clock.ts';
 import { describeSafeLoadWait, isSafeLoadCleared } from './describe-safe-load-wait.ts';
 import { GateAbortedError, NodeAccessError, NodeDeletedError } from './errors.ts';
 import type { NodeApi, NodeView } from './node-api.ts';

@@ -12,7 +12,7 @@ import { fetchTarball } from './fetch-tarball.ts';
 import { defaultHeadersDirs, findKernelHeaders } from './find-kernel-headers.ts';
 import { lookUpCacheEntry, pruneModuleCache, removeCacheEntry, sha256OfFile, storeCacheEntry, touchCacheEntry, type CacheEntryModule } from './module-cache.ts';
 import { readModuleInfo } from './read-module-info.ts';
-import { pathExists } from './path-exists.ts';
+import { pathExists } from '../../shared/fs/if-exists.ts';
 import { parseModulesOrder, runKbuild } from './run-kbuild.ts';
 import { signModule, type ModuleSigningKey } from './sign-module.ts';
 

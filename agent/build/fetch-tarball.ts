@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { open, rm } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fetch } from 'undici';
+import { abortableSleep, abortReason } from '../../shared/abortable-sleep.ts';
+import { backoffDelay } from '../../shared/backoff.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { SourceChecksumError, SourceFetchError } from './build-errors.ts';
 
@@ -17,6 +18,8 @@ export interface FetchTarballRequest {
   /** First retry delay; doubles per retry up to 30 s, with ±20 % jitter (default 1000 ms). */
   readonly backoffMs?: number;
   readonly signal?: AbortSignal | undefined;
+  /** Jitter source, [0, 1) (default Math.random). */
+  readonly random?: () => number;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -46,9 +49,9 @@ export async function fetchTarball(request: FetchTarballRequest): Promise<void> 
       if (attempt >= attempts) {
         throw new SourceFetchError(`downloading ${request.url} failed after ${attempt} attempts: ${error.message}`, { url: request.url, attempts: attempt }, { cause: error });
       }
-      const delay = Math.min(MAX_BACKOFF_MS, backoffMs * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4);
-      request.logger.warn({ url: request.url, attempt, retryInMs: Math.round(delay), err: error }, 'driver source download failed; retrying');
-      await sleep(delay, undefined, request.signal === undefined ? {} : { signal: request.signal });
+      const delay = backoffDelay(attempt - 1, { initialMs: backoffMs, maxMs: MAX_BACKOFF_MS, jitter: 0.2 }, request.random);
+      request.logger.warn({ url: request.url, attempt, retryInMs: delay, err: error }, 'driver source download failed; retrying');
+      if ((await abortableSleep(delay, request.signal)) === 'aborted' && request.signal !== undefined) throw abortReason(request.signal);
     }
   }
 }

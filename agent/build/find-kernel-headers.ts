@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { KernelHeadersMissingError } from './build-errors.ts';
-import { pathExists } from './path-exists.ts';
+import { pathExists } from '../../shared/fs/if-exists.ts';
 
 /**
  * Where kbuild trees are looked for, in order: the `build` link that the kernel's package

@@ -3,7 +3,7 @@ import { copyFile, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { BuiltModule } from './built-driver.ts';
-import { pathExists } from './path-exists.ts';
+import { ifExists, pathExists } from '../../shared/fs/if-exists.ts';
 
 /**
  * The module cache on a host path: `<cacheDir>/<kernelVersion>/<cacheKey>/` holds the .ko files
@@ -187,13 +187,8 @@ export async function sha256OfFile(path: string): Promise<string> {
   return createHash('sha256').update(await readFile(path)).digest('hex');
 }
 
-async function sha256OfFileOrUndefined(path: string): Promise<string | undefined> {
-  try {
-    return await sha256OfFile(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+function sha256OfFileOrUndefined(path: string): Promise<string | undefined> {
+  return ifExists(() => sha256OfFile(path));
 }
 
 async function removeStaleTemporaries(parent: string, cacheKey: string): Promise<void> {

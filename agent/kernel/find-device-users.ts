@@ -1,5 +1,6 @@
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readTextIfExists } from '../../shared/fs/if-exists.ts';
 
 /** A process holding one of the driver's device files open: what pins the module's refcnt. */
 export interface DeviceUser {
@@ -65,10 +66,7 @@ async function openDeviceFiles(processDir: string, prefixes: readonly string[]):
   return [...files].sort();
 }
 
-async function readOrUndefined(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return undefined;
-  }
+/** A process that exits during the scan loses its /proc entries (ENOENT, ESRCH); one we may not read is skipped. */
+function readOrUndefined(path: string): Promise<string | undefined> {
+  return readTextIfExists(path, { alsoCodes: ['ESRCH', 'EACCES'] });
 }

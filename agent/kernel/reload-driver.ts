@@ -1,6 +1,7 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { readTextIfExists } from '../../shared/fs/if-exists.ts';
 import { ConfigError, DriverRolloutError } from '../../shared/errors.ts';
 import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
 import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
@@ -81,7 +82,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
   const optionsText = renderModprobeOptions(parameters);
   const before = await readLoadedModules(kernel, unloadSet);
-  const decision = withOptionsChange(decideReload(built.modules, toLoad, before, parameters), await readIfPresent(optionsFile), optionsText);
+  const decision = withOptionsChange(decideReload(built.modules, toLoad, before, parameters), await readTextIfExists(optionsFile), optionsText);
   if (decision.kind === 'fast-path') {
     const modules = built.modules.map((m) => before.get(m.name)).filter((m) => m !== undefined);
     log.info({ modules: modules.map((m) => ({ name: m.name, srcversion: m.srcversion })) }, 'driver already loaded with the built srcversions; skipping the reload');
@@ -145,15 +146,6 @@ function withOptionsChange(decision: ReloadDecision, previous: string | undefine
 function optionsOf(text: string): string {
   const { options } = parseModprobeConfig([text]);
   return JSON.stringify([...options].map(([module, values]) => [module, Object.entries(values).sort()]).sort());
-}
-
-async function readIfPresent(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
 }
 
 function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undefined): string[] {

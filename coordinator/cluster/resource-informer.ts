@@ -1,4 +1,5 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { backoffDelay, type BackoffPolicy } from '../../shared/backoff.ts';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 
@@ -52,7 +53,8 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   const indexKeys = new Map<string, Map<string, string>>();
   const minBackoff = options.minBackoffMs ?? 200;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
-  let backoff = minBackoff;
+  const backoff: BackoffPolicy = { initialMs: minBackoff, maxMs: maxBackoff };
+  let failures = 0;
   let stopped = false;
   let synced = false;
   let restartTimer: NodeJS.Timeout | undefined;
@@ -98,13 +100,14 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   listWatch.on('update', upsert);
   listWatch.on('delete', remove);
   listWatch.on('connect', () => {
-    backoff = minBackoff;
+    failures = 0;
   });
   listWatch.on('error', (error: unknown) => {
     if (stopped) return;
-    log.warn({ err: toError(error), retryInMs: backoff }, 'watch failed; restarting');
-    restartTimer = setTimeout(start, backoff);
-    backoff = Math.min(backoff * 2, maxBackoff);
+    const retryInMs = backoffDelay(failures, backoff);
+    failures += 1;
+    log.warn({ err: toError(error), retryInMs }, 'watch failed; restarting');
+    restartTimer = setTimeout(start, retryInMs);
   });
 
   function start(): void {

@@ -1,6 +1,6 @@
 import type { Logger } from '../../shared/logger.ts';
 import { toError } from '../../shared/errors.ts';
-import { delay } from '../delay.ts';
+import { abortableSleep } from '../../shared/abortable-sleep.ts';
 import { decideLeaseAction, releasedLeaseSpec, type LeaseObservation } from './decide-lease-action.ts';
 import { LeaseConflictError, type LeasePort, type LeaseRecord } from './lease-port.ts';
 
@@ -61,7 +61,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
 
   while (!signal.aborted) {
     if ((await attempt()) !== 'held') {
-      await delay(options.retryPeriodMs, signal);
+      await abortableSleep(options.retryPeriodMs, signal);
       continue;
     }
     log.info({ identity: options.identity }, 'became leader');
@@ -81,7 +81,7 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     // Stops leading at the renew deadline even while a renewal request hangs.
     let watchdog = setTimeout(() => { lose('renew deadline passed'); }, options.renewDeadlineMs);
     for (;;) {
-      await delay(options.retryPeriodMs, leading.signal);
+      await abortableSleep(options.retryPeriodMs, leading.signal);
       if (leading.signal.aborted) break;
       const result = await firstOf(attempt(), leading.signal, 'failed');
       if (result === 'held') {

@@ -1,5 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ifExists, readTextIfExists } from '../fs/if-exists.ts';
 
 /**
  * A loaded kernel module as /sys/module/<name> shows it. A module is loaded when
@@ -48,26 +49,13 @@ async function readParameters(dir: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** sysfs parameter files can be write-only: EACCES/EPERM on read means "no readable value". */
+const UNREADABLE = { alsoCodes: ['EACCES', 'EPERM'] };
+
 async function readOptional(path: string): Promise<string | undefined> {
-  try {
-    return (await readFile(path, 'utf8')).trim();
-  } catch (error) {
-    if (isMissingOrUnreadable(error)) return undefined;
-    throw error;
-  }
+  return (await readTextIfExists(path, UNREADABLE))?.trim();
 }
 
 async function listOptional(path: string): Promise<string[]> {
-  try {
-    return await readdir(path);
-  } catch (error) {
-    if (isMissingOrUnreadable(error)) return [];
-    throw error;
-  }
-}
-
-function isMissingOrUnreadable(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException).code;
-  // sysfs parameter files can be write-only (EACCES/EPERM on read).
-  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM';
+  return (await ifExists(() => readdir(path), UNREADABLE)) ?? [];
 }

@@ -1,4 +1,4 @@
-import { abortReason } from '../../init-container/clock.ts';
+import { abortReason } from '../../shared/abortable-sleep.ts';
 import { NodeAccessError } from '../../init-container/errors.ts';
 import type { NodeApi, NodeListing, NodeView, NodeWatchEvent } from '../../init-container/node-api.ts';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { BackoffPolicy } from '../../../init-container/backoff.ts';
+import type { BackoffPolicy } from '../../../shared/backoff.ts';
 import { systemClock } from '../../../init-container/clock.ts';
 import { GateAbortedError, NodeAccessError, NodeDeletedError, StopRequested } from '../../../init-container/errors.ts';
 import { InMemoryNodeApi } from '../../doubles/in-memory-node-api.ts';

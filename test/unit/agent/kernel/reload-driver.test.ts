@@ -1,7 +1,7 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pathExists } from '../../../../agent/build/path-exists.ts';
+import { pathExists } from '../../../../shared/fs/if-exists.ts';
 import { DriverInUseError, DriverVerificationError, KernelCommandError, ModuleDependencyError } from '../../../../agent/kernel/kernel-errors.ts';
 import type { KernelPort, ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
