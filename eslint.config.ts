@@ -1,6 +1,7 @@
 import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import { importBoundariesRule } from './lint/import-boundaries.ts';
 
 export const config = defineConfig(
   { ignores: ['node_modules/**', 'coverage/**'] },
@@ -25,6 +26,13 @@ export const config = defineConfig(
       '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
+  },
+  {
+    // The architecture's import rules (lint/import-boundaries.ts: BOUNDARIES); proven by
+    // test/unit/lint/import-boundaries.test.ts on planted bad imports.
+    files: ['**/*.ts'],
+    plugins: { boundaries: { rules: { imports: importBoundariesRule(import.meta.dirname) } } },
+    rules: { 'boundaries/imports': 'error' },
   },
   {
     // Only main.ts files and the test bed may end the process or read the environment.
