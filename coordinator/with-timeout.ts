@@ -4,8 +4,11 @@ import { DriverRolloutError } from '../shared/errors.ts';
 export class RequestTimeoutError extends DriverRolloutError {}
 
 /**
- * `promise`, or a RequestTimeoutError after `ms`. The request itself is not cancelled: every
- * write the coordinator makes is idempotent, so one that lands late is harmless.
+ * `promise`, or a RequestTimeoutError after `ms`. The request itself is not cancelled: it may
+ * still land after a later pass. Events and status patches are harmless when late (the next pass
+ * writes the status again). Node merge patches carry no resourceVersion, so a late one could undo
+ * a later pass's write to the same node: rare (the request hung for `ms` and then succeeded), and
+ * the next pass re-plans from what the node then shows.
  */
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {

@@ -12,6 +12,7 @@ import { DRIVER_ROLLOUT_API_VERSION, type DriverRolloutPolicy, type ParseResult 
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { invalidSpecConditions, invalidSpecMessage } from '../status/invalid-spec-status.ts';
 import { isSameJson, newlyTrue, stampConditions, toStoredStatus } from '../status/stored-status.ts';
+import { withTimeout } from '../with-timeout.ts';
 import { EvictionMemory } from './eviction-memory.ts';
 import { KnownRollouts } from './known-rollouts.ts';
 import { PodRelevance } from './pod-relevance.ts';
@@ -19,6 +20,9 @@ import { RolloutStatusWriter } from './rollout-status-writer.ts';
 import { SpecParseCache } from './spec-parse-cache.ts';
 import { WakeSignal } from './wake-signal.ts';
 import { WrittenNodes } from './written-nodes.ts';
+
+/** An Event that hangs is given up after this (logged); one hung request must not stop every rollout. */
+const EVENT_TIMEOUT_MS = 30_000;
 
 export type Planner = (snapshot: ClusterSnapshot, policy: DriverRolloutPolicy, nowMs: number) => Plan;
 
@@ -81,12 +85,13 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
   const recordEvent = async (rollout: DriverRolloutObject, ref: RolloutRef, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> => {
     try {
-      await deps.writer.emitEvent({
+      const event = deps.writer.emitEvent({
         target: { kind: 'DriverRollout', name: ref.name, namespace: ref.namespace, uid: rollout.metadata?.uid, apiVersion: DRIVER_ROLLOUT_API_VERSION },
         type,
         reason,
         message,
       });
+      await withTimeout(event, EVENT_TIMEOUT_MS, `${reason} event`);
     } catch (error) {
       log.warn({ err: toError(error) }, 'could not record event');
     }
@@ -125,7 +130,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (signal.aborted) return null; // no longer leading: no status write either
     const status = toStoredStatus(statuses.previousStatus(rollout), plan.status, ref.generation, new Date(nowMs).toISOString());
     if (!isSameJson(rollout.status, status)) {
-      await deps.writer.patchRolloutStatus(ref.namespace, ref.name, status);
+      await statuses.patch(ref, status);
       for (const c of newlyTrue(rollout.status, plan.status.conditions)) {
         if (c.type === 'Halted') await recordEvent(rollout, ref, 'Warning', 'Halted', c.message);
       }

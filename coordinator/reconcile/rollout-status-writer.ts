@@ -38,6 +38,11 @@ export class RolloutStatusWriter {
     return true;
   }
 
+  /** Patches `status` as computed for this pass (the caller compared it with the stored one); bounded like `write`. */
+  async patch(ref: RolloutRef, status: Record<string, unknown>): Promise<void> {
+    await withTimeout(this.#writer.patchRolloutStatus(ref.namespace, ref.name, status), STATUS_PATCH_TIMEOUT_MS, 'status patch');
+  }
+
   clear(): void {
     this.#lastWritten.clear();
   }

@@ -144,4 +144,20 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     expect(passesWhileWaiting).toBeLessThanOrEqual(4);
     await cluster.stop();
   });
+
+  it('a hung status patch or Event is given up after 30 s; the loop goes on (review #9)', async () => {
+    const cluster = aCluster([aNode('n1')], {});
+    const never = new Promise<void>(() => undefined);
+    let statusCalls = 0;
+    cluster.writer.patchRolloutStatus = () => {
+      statusCalls += 1;
+      return statusCalls === 1 ? never : Promise.resolve();
+    };
+    await waitFor(() => statusCalls === 1, 1_000);
+    // Unbounded, this pass (and every later one) would wait forever.
+    const ms = await advanceUntil(() => statusCalls >= 2, 40_000, 100);
+    expect(ms).toBeGreaterThanOrEqual(30_000);
+    expect(ms).toBeLessThanOrEqual(31_100 + 100);
+    await cluster.stop();
+  });
 });

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { RolloutStatusWriter } from '../../../../coordinator/reconcile/rollout-status-writer.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { RequestTimeoutError } from '../../../../coordinator/with-timeout.ts';
+import { RolloutStatusWriter, STATUS_PATCH_TIMEOUT_MS } from '../../../../coordinator/reconcile/rollout-status-writer.ts';
 import type { DriverRolloutObject } from '../../../../coordinator/status/driver-rollout-object.ts';
 import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
 
@@ -44,5 +45,25 @@ describe('RolloutStatusWriter', () => {
     statuses.clear();
     expect(await statuses.write(aRollout(), ref, undefined, next)).toBe(true);
     expect(api.calls).toHaveLength(2);
+  });
+
+  it('a patch that hangs fails with RequestTimeoutError after STATUS_PATCH_TIMEOUT_MS (fake clock)', async () => {
+    vi.useFakeTimers();
+    try {
+      const api = new InMemoryClusterWriter();
+      api.patchRolloutStatus = () => new Promise<void>(() => undefined);
+      const statuses = new RolloutStatusWriter(api);
+      const patched = statuses.patch(ref, { observedGeneration: 1 });
+      const written = statuses.write(aRollout(), ref, undefined, { observedGeneration: 2 });
+      const outcomes = Promise.allSettled([patched, written]);
+      await vi.advanceTimersByTimeAsync(STATUS_PATCH_TIMEOUT_MS);
+      for (const outcome of await outcomes) {
+        expect(outcome.status).toBe('rejected');
+        expect(outcome.status === 'rejected' ? outcome.reason : undefined).toBeInstanceOf(RequestTimeoutError);
+      }
+      expect(statuses.previousStatus(aRollout())).toBeUndefined(); // a failed write is not remembered
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
