@@ -18,6 +18,8 @@ import { KnownRollouts } from './known-rollouts.ts';
 import { PodRelevance } from './pod-relevance.ts';
 import { RolloutStatusWriter } from './rollout-status-writer.ts';
 import { SpecParseCache } from './spec-parse-cache.ts';
+import { matchesSelector } from '../policy/label-selector.ts';
+import { findRolloutConflicts, type RolloutClaim } from './find-rollout-conflicts.ts';
 import { WakeSignal } from './wake-signal.ts';
 import { WrittenNodes } from './written-nodes.ts';
 
@@ -151,7 +153,14 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     evictions.forgetStale(now(), deps.caches.pods);
     let nextWakeAt: number | null = null;
     // A copy: the informer may change the cache while this pass awaits API calls.
-    for (const rollout of [...deps.caches.rollouts.list()]) {
+    const rollouts = [...deps.caches.rollouts.list()];
+    // Two rollouts for one driver (any namespaces) or one DaemonSet would fight over the same
+    // nodes: only the older acts; the other is reported as an invalid spec.
+    const conflicts = findRolloutConflicts(rollouts.flatMap((r) => {
+      const result = specs.parse(r);
+      return result.ok ? [claimOf(r, result.policy, deps.caches)] : [];
+    }));
+    for (const rollout of rollouts) {
       if (signal.aborted) return;
       const ref: RolloutRef = {
         namespace: rollout.metadata?.namespace ?? '',
@@ -161,7 +170,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       known.seen(`${ref.namespace}/${ref.name}`);
       try {
         const result = specs.parse(rollout);
+        const conflict = conflicts.get(`${ref.namespace}/${ref.name}`);
         if (!result.ok) await reconcileInvalid(rollout, ref, result);
+        else if (conflict !== undefined) await reconcileInvalid(rollout, ref, { ok: false, problems: conflict });
         else nextWakeAt = minOf(nextWakeAt, await reconcileValid(rollout, ref, result.policy, signal));
       } catch (error) {
         log.error({ rollout: `${ref.namespace}/${ref.name}`, err: toError(error) }, 'reconcile failed; retrying');
@@ -195,6 +206,26 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       }
     },
   };
+}
+
+/** What a valid rollout claims: its driver's state label, and the DaemonSets its selector picks in its namespace. */
+function claimOf(rollout: DriverRolloutObject, policy: DriverRolloutPolicy, caches: Pick<ClusterCaches, 'daemonSets'>): RolloutClaim {
+  const namespace = rollout.metadata?.namespace ?? '';
+  return {
+    key: `${namespace}/${rollout.metadata?.name ?? ''}`,
+    // A Date from a typed client, an ISO string from the custom-object informer: compare as ISO.
+    createdAt: isoTime(rollout.metadata?.creationTimestamp),
+    driverName: policy.driverName,
+    stateLabel: policy.keys.upgradeState,
+    daemonSets: [...caches.daemonSets.list()]
+      .filter((ds) => ds.metadata?.namespace === namespace && matchesSelector(policy.daemonSetSelector, ds.metadata.labels ?? {}))
+      .map((ds) => `${namespace}/${ds.metadata?.name ?? ''}`),
+  };
+}
+
+function isoTime(value: Date | string | undefined): string {
+  const ms = value === undefined ? Number.NaN : new Date(value).getTime();
+  return Number.isNaN(ms) ? '' : new Date(ms).toISOString();
 }
 
 function minOf(a: number | null, b: number | null): number | null {

@@ -32,7 +32,7 @@ const delay = (ms: number): Promise<void> => vi.advanceTimersByTimeAsync(ms).the
  * A cluster in memory: the writer's node patches land in the node cache and fire the change
  * hook, as the informers would; nothing else ever triggers a pass.
  */
-function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: ReturnType<typeof aPod>[] = []) {
+function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: ReturnType<typeof aPod>[] = [], otherRollouts: DriverRolloutObject[] = []) {
   const ds = aDaemonSet('gpu-operator', 'driver', { app: 'driver' });
   const base = cachesOf({
     nodes,
@@ -41,12 +41,12 @@ function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: Ret
     pods: [...nodes.map((n) => aDriverPod(ds, n.metadata?.name ?? '', 'v1')), ...extraPods],
   });
   const rollout: DriverRolloutObject = {
-    metadata: { namespace: 'gpu-operator', name: 'gpu', uid: 'r1', generation: 1 },
+    metadata: { namespace: 'gpu-operator', name: 'gpu', uid: 'r1', generation: 1, creationTimestamp: new Date('2026-11-22T01:00:00Z') },
     spec: { driverName: 'gpu', selector: { matchLabels: { app: 'driver' } }, ...spec },
   };
   const caches: ClusterCaches = {
     ...base,
-    rollouts: new InMemoryCache([rollout]),
+    rollouts: new InMemoryCache([rollout, ...otherRollouts]),
     notSyncedReason: () => undefined,
     synced: Promise.resolve(),
     stop: () => Promise.resolve(),
@@ -82,6 +82,10 @@ function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: Ret
   const running = reconciler.run(stop.signal);
   return {
     writer,
+    rollouts: caches.rollouts as InMemoryCache<DriverRolloutObject>,
+    trigger: () => {
+      reconciler.trigger();
+    },
     nodes: base.nodes,
     passes: () => passes,
     isRelevant: (kind: Parameters<Reconciler['isRelevant']>[0], object?: Parameters<Reconciler['isRelevant']>[1]) => reconciler.isRelevant(kind, object),
@@ -121,6 +125,35 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     for (const { pod, relevant } of cases) expect([pod.metadata?.name, cluster.isRelevant('pods', pod)]).toEqual([pod.metadata?.name, relevant]);
     expect(cluster.isRelevant('nodes', aNode('anything'))).toBe(true);
     expect(cluster.isRelevant('pods')).toBe(true);
+  });
+
+  it('lets only the older of two rollouts for one driver act; the newer one (another namespace) reports InvalidSpec on spec.driverName', async () => {
+    const rival: DriverRolloutObject = {
+      metadata: { namespace: 'team-b', name: 'gpu', uid: 'r2', generation: 1, creationTimestamp: new Date('2026-11-22T02:00:00Z') },
+      spec: { driverName: 'gpu', selector: { matchLabels: { app: 'driver' } } },
+    };
+    const cluster = aCluster([aNode('n1')], {}, [], [rival]);
+    await waitFor(() => cluster.stateOf('n1') === 'upgrade-done' && cluster.writer.statuses.has('team-b/gpu'));
+    const conditions = (cluster.writer.statuses.get('team-b/gpu')?.conditions ?? []) as { type: string; status: string; message: string }[];
+    expect(conditions.find((c) => c.type === 'InvalidSpec')).toMatchObject({ status: 'True', message: expect.stringMatching(/^spec\.driverName: .*already rolled out by DriverRollout gpu-operator\/gpu/) as unknown });
+    expect(cluster.writer.events.filter((e) => e.target.namespace === 'team-b').map((e) => e.reason)).toEqual(['InvalidSpec']);
+    await cluster.stop();
+  });
+
+  it('turns InvalidSpec False once the spec is fixed, instead of dropping the condition', async () => {
+    const cluster = aCluster([aNode('n1')], { upgradePolicy: { maxUnavailable: '150%' } });
+    await waitFor(() => cluster.writer.statuses.has('gpu-operator/gpu'));
+    const invalid = cluster.writer.statuses.get('gpu-operator/gpu')?.conditions as { type: string; status: string }[];
+    expect(invalid.find((c) => c.type === 'InvalidSpec')?.status).toBe('True');
+    cluster.rollouts.put({
+      metadata: { namespace: 'gpu-operator', name: 'gpu', uid: 'r1', generation: 2, creationTimestamp: new Date('2026-11-22T01:00:00Z') },
+      spec: { driverName: 'gpu', selector: { matchLabels: { app: 'driver' } } },
+      status: cluster.writer.statuses.get('gpu-operator/gpu'),
+    });
+    cluster.trigger();
+    await waitFor(() => ((cluster.writer.statuses.get('gpu-operator/gpu')?.conditions ?? []) as { type: string; status: string }[]).some((c) => c.type === 'InvalidSpec' && c.status === 'False'));
+    expect(cluster.stateOf('n1')).toBe('upgrade-done');
+    await cluster.stop();
   });
 
   it('fires a timeout from a timer at the plan’s deadline, without polling', async () => {
