@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { lock } from 'proper-lockfile';
+import { abortableSleep, abortReason } from '../shared/abortable-sleep.ts';
 import { DriverRolloutError } from '../shared/errors.ts';
 
 /** Another agent holds the node lock and the wait was abandoned (SIGTERM). */
@@ -39,10 +39,8 @@ export async function acquireNodeLock(options: NodeLockOptions): Promise<() => P
         throw new NodeLockError(`cannot take the node lock ${options.path}`, { path: options.path }, { cause: error });
       }
       options.onWaiting(error as Error);
-      try {
-        await sleep(options.retryMs ?? 2_000, undefined, { signal: options.signal });
-      } catch (abort) {
-        throw new NodeLockError(`gave up waiting for the node lock ${options.path}`, { path: options.path }, { cause: abort });
+      if ((await abortableSleep(options.retryMs ?? 2_000, options.signal)) === 'aborted') {
+        throw new NodeLockError(`gave up waiting for the node lock ${options.path}`, { path: options.path }, { cause: abortReason(options.signal) });
       }
     }
   }

@@ -3,7 +3,7 @@ import { copyFile, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { BuiltModule } from './built-driver.ts';
-import { ifExists, pathExists } from '../../shared/fs/if-exists.ts';
+import { ifExists, pathExists, readTextIfExists } from '../../shared/fs/if-exists.ts';
 
 /**
  * The module cache on a host path: `<cacheDir>/<kernelVersion>/<cacheKey>/` holds the .ko files
@@ -50,11 +50,8 @@ export function cacheEntryDir(cacheDir: string, kernelVersion: string, cacheKey:
 /** Reads and verifies an entry: every file listed in the manifest must exist with its sha256. */
 export async function lookUpCacheEntry(cacheDir: string, kernelVersion: string, cacheKey: string): Promise<CacheLookup> {
   const dir = cacheEntryDir(cacheDir, kernelVersion, cacheKey);
-  let text: string;
-  try {
-    text = await readFile(join(dir, 'manifest.json'), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  const text = await readTextIfExists(join(dir, 'manifest.json'));
+  if (text === undefined) {
     return (await pathExists(dir)) ? { status: 'corrupt', problem: 'manifest.json is missing' } : { status: 'miss' };
   }
   let manifest: CacheManifest;
@@ -171,12 +168,7 @@ export async function pruneModuleCache(cacheDir: string, driver: string, keep: n
 }
 
 async function readdirOrEmpty(path: string): Promise<string[]> {
-  try {
-    return await readdir(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
-    throw error;
-  }
+  return (await ifExists(() => readdir(path))) ?? [];
 }
 
 export async function removeCacheEntry(cacheDir: string, kernelVersion: string, cacheKey: string): Promise<void> {

@@ -1,6 +1,7 @@
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readdir, readlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { DriverRolloutError } from '../../shared/errors.ts';
+import { ifExists, readTextIfExists } from '../../shared/fs/if-exists.ts';
 import type { PciDevice, SriovInfo } from './pci-device.ts';
 
 /** The sysfs tree could not be read at all (wrong mount, wrong root): not the same as "no devices". */
@@ -77,34 +78,18 @@ async function readHex(path: string): Promise<string | undefined> {
   return (await readOptional(path))?.toLowerCase();
 }
 
+/** readlink on something that is not a link answers EINVAL: for these sysfs reads that is "absent" too. */
+const ABSENT = { alsoCodes: ['EINVAL'] };
+
 async function readOptional(path: string): Promise<string | undefined> {
-  try {
-    return (await readFile(path, 'utf8')).trim();
-  } catch (error) {
-    if (isAbsent(error)) return undefined;
-    throw error;
-  }
+  return (await readTextIfExists(path, ABSENT))?.trim();
 }
 
 async function readLinkName(path: string): Promise<string | undefined> {
-  try {
-    return basename(await readlink(path));
-  } catch (error) {
-    if (isAbsent(error)) return undefined;
-    throw error;
-  }
+  const target = await ifExists(() => readlink(path), ABSENT);
+  return target === undefined ? undefined : basename(target);
 }
 
 async function listOptional(path: string): Promise<string[]> {
-  try {
-    return await readdir(path);
-  } catch (error) {
-    if (isAbsent(error)) return [];
-    throw error;
-  }
-}
-
-function isAbsent(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EINVAL';
+  return (await ifExists(() => readdir(path), ABSENT)) ?? [];
 }

@@ -1,4 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { untilAborted } from '../../shared/abortable-sleep.ts';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { buildSnapshot } from '../cluster/build-snapshot.ts';
@@ -191,7 +192,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     },
     isRelevant: (kind, object) => relevance.isRelevant(kind, object),
     async run(signal) {
-      await Promise.race([deps.caches.synced, new Promise((resolve) => { signal.addEventListener('abort', resolve, { once: true }); })]);
+      await Promise.race([deps.caches.synced, untilAborted(signal)]);
       // A new term: another replica may have written since; trust only what the caches show.
       statuses.clear();
       evictions.clear();
