@@ -80,7 +80,8 @@ describe('the chart rendered with default values (deploy/kustomize)', () => {
 
   it('ships the CRD of manifests/ unchanged, in the chart and in the kustomize base', async () => {
     const crd = await readFile(resolve(ROOT, 'manifests/driverrollout-crd.yaml'), 'utf8');
-    expect(await readFile(resolve(ROOT, 'charts/driver-rollout/crds/driverrollout-crd.yaml'), 'utf8')).toBe(crd);
-    expect(await readFile(resolve(ROOT, 'deploy/kustomize/crd/driverrollout-crd.yaml'), 'utf8')).toBe(crd);
+    const stale = 'a copy of manifests/driverrollout-crd.yaml is stale: run npm run manifests';
+    expect(await readFile(resolve(ROOT, 'charts/driver-rollout/crds/driverrollout-crd.yaml'), 'utf8'), stale).toBe(crd);
+    expect(await readFile(resolve(ROOT, 'deploy/kustomize/crd/driverrollout-crd.yaml'), 'utf8'), stale).toBe(crd);
   });
 });

@@ -1,0 +1,93 @@
+import type { UpgradeState } from '../shared/keys.ts';
+import { truncate, wrap } from './fit-text.ts';
+import { formatDuration } from './format-duration.ts';
+import type { NodeView, RolloutView } from './rollout-view.ts';
+
+/** Below this many columns for the reason, it goes on its own line(s) under the node. */
+const MIN_INLINE_REASON = 16;
+const BAR_MAX = 40;
+const BAR_MIN = 10;
+
+const STATE_SHORT: Readonly<Record<UpgradeState, string>> = {
+  unknown: 'unknown',
+  'upgrade-required': 'required',
+  'cordon-required': 'cordon',
+  'wait-for-jobs-required': 'wait-jobs',
+  'pod-deletion-required': 'pod-deletion',
+  'drain-required': 'drain',
+  'pod-restart-required': 'pod-restart',
+  'validation-required': 'validation',
+  'uncordon-required': 'uncordon',
+  'upgrade-done': 'done',
+  'upgrade-failed': 'FAILED',
+};
+
+/**
+ * `kubectl driver-rollout status` as lines of at most `width` columns, pure: per rollout a
+ * headline with a progress bar, then a table of its nodes (pool, state, time in state, driver
+ * version, reason). On a narrow terminal the reason moves under its node, wrapped.
+ */
+export function renderStatus(views: readonly RolloutView[], width: number): string[] {
+  const w = Math.max(20, width);
+  if (views.length === 0) return ['No DriverRollouts found.'];
+  const lines: string[] = [];
+  for (const [i, v] of views.entries()) {
+    if (i > 0) lines.push('');
+    lines.push(...renderHeadline(v, w), ...renderNodes(v.nodes, w));
+  }
+  return lines;
+}
+
+function renderHeadline(v: RolloutView, width: number): string[] {
+  const flags = [v.paused ? 'PAUSED' : '', v.halted ? 'HALTED' : '', v.failed > 0 ? `${v.failed} failed` : '', v.inProgress > 0 ? `${v.inProgress} in progress` : '']
+    .filter((f) => f !== '');
+  const title = truncate(`${v.namespace}/${v.name} · driver ${v.driver}${flags.length > 0 ? ` · ${flags.join(' · ')}` : ''}`, width);
+  const count = `${v.done}/${v.total} done`;
+  const barWidth = Math.min(BAR_MAX, width - count.length - 3);
+  const lines = [title];
+  if (barWidth >= BAR_MIN) lines.push(`[${bar(v.done, v.total, barWidth)}] ${count}`);
+  else lines.push(truncate(count, width));
+  if (v.invalidSpec !== null) lines.push(...wrap(`invalid spec: ${v.invalidSpec}`, width));
+  return lines;
+}
+
+function bar(done: number, total: number, width: number): string {
+  const filled = total === 0 ? 0 : Math.round((Math.min(done, total) / total) * width);
+  return '#'.repeat(filled) + '.'.repeat(width - filled);
+}
+
+interface Column {
+  readonly title: string;
+  readonly cell: (n: NodeView) => string;
+}
+
+const COLUMNS: readonly Column[] = [
+  { title: 'NODE', cell: (n) => n.name },
+  { title: 'POOL', cell: (n) => n.pool },
+  { title: 'STATE', cell: (n) => `${STATE_SHORT[n.state]}${n.cordoned ? ' (cordoned)' : ''}${n.skipped ? ' (skip)' : ''}` },
+  { title: 'AGE', cell: (n) => formatDuration(n.secondsInState) },
+  { title: 'DRIVER', cell: (n) => `${n.driverVersion ?? '-'}${n.driverVersion !== null && !n.driverReady ? '*' : ''}` },
+];
+
+function renderNodes(nodes: readonly NodeView[], width: number): string[] {
+  if (nodes.length === 0) return ['  (no nodes yet)'];
+  const widths = COLUMNS.map((c) => Math.max(c.title.length, ...nodes.map((n) => c.cell(n).length)));
+  // The first column (node names) gives way first when even the fixed columns do not fit.
+  const fixed = widths.reduce((sum, cw) => sum + cw + 2, 0);
+  const firstWidth = widths[0] ?? 4;
+  if (fixed > width) widths[0] = Math.max(4, firstWidth - (fixed - width));
+  const tableWidth = widths.reduce((sum, cw) => sum + cw + 2, 0);
+  const reasonWidth = width - tableWidth;
+  const inline = reasonWidth >= MIN_INLINE_REASON;
+  const row = (cells: readonly string[], reason: string): string => {
+    const text = cells.map((c, i) => truncate(c, widths[i] ?? 0).padEnd(widths[i] ?? 0)).join('  ');
+    return truncate(inline ? `${text}  ${truncate(reason, reasonWidth)}` : text, width).trimEnd();
+  };
+  const lines = [row(COLUMNS.map((c) => c.title), inline ? 'REASON' : '')];
+  for (const n of nodes) {
+    lines.push(row(COLUMNS.map((c) => c.cell(n)), n.reason));
+    if (!inline && n.reason !== '') lines.push(...wrap(n.reason, width - 4).map((l) => `    ${l}`));
+  }
+  if (nodes.some((n) => n.driverVersion !== null && !n.driverReady)) lines.push(truncate('* driver pod not Ready', width));
+  return lines;
+}

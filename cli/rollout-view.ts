@@ -1,0 +1,166 @@
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { compileLabelSelector, matchesSelector, type LabelSelectorObject, type Selector } from '../coordinator/policy/label-selector.ts';
+import { DEFAULT_KEY_DOMAIN, driverKeys, isUpgradeState, type DriverKeys, type UpgradeState } from '../shared/keys.ts';
+
+/** One node of a rollout as the plugin shows it. */
+export interface NodeView {
+  readonly name: string;
+  readonly pool: string;
+  readonly state: UpgradeState;
+  /** Seconds in the current state (from the coordinator's state-start-time annotation); null when unknown. */
+  readonly secondsInState: number | null;
+  /** Why the node is not moving (the coordinator's reason annotation, else the rollout status). */
+  readonly reason: string;
+  /** Driver version loaded on the node (the agent's label); null when none is loaded. */
+  readonly driverVersion: string | null;
+  readonly driverReady: boolean;
+  readonly cordoned: boolean;
+  readonly skipped: boolean;
+}
+
+/** One DriverRollout with its nodes: what `status` prints and `-o json|yaml` emits. */
+export interface RolloutView {
+  readonly namespace: string;
+  readonly name: string;
+  readonly driver: string;
+  readonly keyDomain: string;
+  readonly total: number;
+  readonly done: number;
+  readonly failed: number;
+  readonly inProgress: number;
+  readonly paused: boolean;
+  readonly halted: boolean;
+  /** The spec's problem when the coordinator refused it (InvalidSpec condition), else null. */
+  readonly invalidSpec: string | null;
+  readonly nodes: readonly NodeView[];
+}
+
+/** A DriverRollout as read from the API (spec and status untrusted: every field optional). */
+export interface RolloutObject {
+  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly uid?: string };
+  readonly spec?: {
+    readonly driverName?: string;
+    readonly keyDomain?: string;
+    readonly selector?: LabelSelectorObject;
+    readonly upgradePolicy?: { readonly autoUpgrade?: boolean };
+    readonly pools?: readonly { readonly name?: string; readonly nodeSelector?: LabelSelectorObject }[];
+  };
+  readonly status?: {
+    readonly paused?: boolean;
+    readonly halted?: boolean;
+    readonly nodes?: { readonly total?: number; readonly done?: number; readonly failed?: number; readonly inProgress?: number };
+    readonly waiting?: readonly { readonly node?: string; readonly reason?: string }[];
+    readonly conditions?: readonly { readonly type?: string; readonly status?: string; readonly message?: string }[];
+  };
+}
+
+/** The cluster as the plugin read it: every DriverRollout asked for, the nodes, and the driver pods. */
+export interface ClusterSnapshot {
+  readonly rollouts: readonly RolloutObject[];
+  readonly nodes: readonly V1Node[];
+  /** Pods of the rollouts' namespaces (the driver DaemonSets' pods among them). */
+  readonly pods: readonly V1Pod[];
+  /** uid of each DaemonSet a rollout selects, per rollout uid. */
+  readonly daemonSetUids: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/**
+ * The views of every rollout in the snapshot, pure. A rollout's nodes are those carrying its
+ * state label (the coordinator labels every node it manages) and those running a pod of its
+ * DaemonSets (not yet labelled).
+ */
+export function buildRolloutViews(snapshot: ClusterSnapshot, nowMs: number): RolloutView[] {
+  return snapshot.rollouts.map((r) => buildRolloutView(r, snapshot, nowMs)).sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+}
+
+function buildRolloutView(rollout: RolloutObject, snapshot: ClusterSnapshot, nowMs: number): RolloutView {
+  const driver = rollout.spec?.driverName ?? '?';
+  const keyDomain = rollout.spec?.keyDomain ?? DEFAULT_KEY_DOMAIN;
+  const keys = driverKeys(driver, keyDomain);
+  const namespace = rollout.metadata?.namespace ?? '';
+  const podsByNode = driverPodsByNode(snapshot, namespace, snapshot.daemonSetUids.get(rollout.metadata?.uid ?? '') ?? new Set<string>());
+  const waiting = new Map((rollout.status?.waiting ?? []).map((w) => [w.node ?? '', w.reason ?? '']));
+  const pools = compilePools(rollout);
+  const nodes = snapshot.nodes
+    .filter((n) => n.metadata?.labels?.[keys.upgradeState] !== undefined || podsByNode.has(n.metadata?.name ?? ''))
+    .map((n) => nodeView(n, { keys, pools, waiting, pod: podsByNode.get(n.metadata?.name ?? ''), nowMs }))
+    .sort((a, b) => a.pool.localeCompare(b.pool) || a.name.localeCompare(b.name));
+  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), nodes };
+}
+
+function driverPodsByNode(snapshot: ClusterSnapshot, namespace: string, dsUids: ReadonlySet<string>): Map<string, V1Pod> {
+  const out = new Map<string, V1Pod>();
+  for (const p of snapshot.pods) {
+    if (p.metadata?.namespace !== namespace || p.metadata.deletionTimestamp !== undefined || p.spec?.nodeName === undefined) continue;
+    const owner = p.metadata.ownerReferences?.find((o) => o.kind === 'DaemonSet');
+    if (owner !== undefined && dsUids.has(owner.uid)) out.set(p.spec.nodeName, p);
+  }
+  return out;
+}
+
+interface NodeContext {
+  readonly keys: DriverKeys;
+  readonly pools: readonly CompiledPool[];
+  readonly waiting: ReadonlyMap<string, string>;
+  readonly pod: V1Pod | undefined;
+  readonly nowMs: number;
+}
+
+function nodeView(n: V1Node, ctx: NodeContext): NodeView {
+  const { keys } = ctx;
+  const name = n.metadata?.name ?? '';
+  const labels = n.metadata?.labels ?? {};
+  const annotations = n.metadata?.annotations ?? {};
+  const stateLabel = labels[keys.upgradeState] ?? 'unknown';
+  const since = Number(annotations[keys.stateStartTime]);
+  const podReady = ctx.pod?.status?.conditions?.find((c) => c.type === keys.driverReadyCondition);
+  return {
+    name,
+    pool: poolOf(ctx.pools, labels),
+    state: isUpgradeState(stateLabel) ? stateLabel : 'unknown',
+    secondsInState: Number.isFinite(since) && since > 0 ? Math.max(0, Math.round(ctx.nowMs / 1000 - since)) : null,
+    reason: annotations[keys.upgradeReason] ?? ctx.waiting.get(name) ?? '',
+    driverVersion: labels[keys.driverVersion] ?? null,
+    driverReady: podReady === undefined ? labels[keys.driverReady] === 'true' : podReady.status === 'True',
+    cordoned: n.spec?.unschedulable === true,
+    skipped: labels[keys.upgradeSkip] === 'true',
+  };
+}
+
+/** The counts of the rollout's status; from the nodes when the coordinator wrote none yet. */
+function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<RolloutView, 'total' | 'done' | 'failed' | 'inProgress' | 'paused' | 'halted' | 'invalidSpec'> {
+  const status = rollout.status;
+  const counted = status?.nodes;
+  const invalid = status?.conditions?.find((c) => c.type === 'InvalidSpec' && c.status === 'True');
+  return {
+    total: counted?.total ?? nodes.length,
+    done: counted?.done ?? nodes.filter((n) => n.state === 'upgrade-done').length,
+    failed: counted?.failed ?? nodes.filter((n) => n.state === 'upgrade-failed').length,
+    inProgress: counted?.inProgress ?? 0,
+    paused: status?.paused ?? rollout.spec?.upgradePolicy?.autoUpgrade === false,
+    halted: status?.halted ?? false,
+    invalidSpec: invalid === undefined ? null : (invalid.message ?? 'invalid spec'),
+  };
+}
+
+interface CompiledPool {
+  readonly name: string;
+  readonly selector: Selector;
+}
+
+function compilePools(rollout: RolloutObject): CompiledPool[] {
+  const out: CompiledPool[] = [];
+  for (const p of rollout.spec?.pools ?? []) {
+    const compiled = compileLabelSelector(p.nodeSelector ?? {});
+    if (compiled.ok && p.name !== undefined) out.push({ name: p.name, selector: compiled.selector });
+  }
+  return out;
+}
+
+/** The coordinator's rule: a node in no pool is in "default"; a node in two pools is left alone. */
+function poolOf(pools: readonly CompiledPool[], labels: Readonly<Record<string, string>>): string {
+  const matching = pools.filter((p) => matchesSelector(p.selector, labels));
+  if (matching.length === 0) return 'default';
+  if (matching.length === 1) return matching[0]?.name ?? 'default';
+  return `(${matching.map((p) => p.name).join('+')})`;
+}

@@ -1,0 +1,65 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { renderStatus } from '../../../cli/render-status.ts';
+import { UPGRADE_STATES } from '../../../shared/keys.ts';
+import { aNodeView, aRolloutView, MIDWAY } from './fixtures.ts';
+
+describe('renderStatus', () => {
+  it('shows a progress bar, then one row per node with pool, state, time in state, driver and reason (120 columns)', () => {
+    expect(renderStatus([MIDWAY], 120)).toEqual([
+      'driver-rollout/gpu · driver gpu · 2 in progress',
+      '[##########..............................] 1/4 done',
+      'NODE     POOL  STATE                   AGE    DRIVER  REASON',
+      'gpu-a-1  a     done                    1m05s  2.0.0',
+      'gpu-a-2  a     drain (cordoned)        42s    1.0.0   drain: pod ml/trainer-7d9f refused eviction: PodDisruptionBudget …',
+      'gpu-b-1  b     required                1h01m  1.0.0   no slot: pool b has 2/2 nodes unavailable (maxUnavailable 2)',
+      'gpu-b-2  b     pod-restart (cordoned)  5s     1.0.0*',
+      '* driver pod not Ready',
+    ]);
+  });
+
+  it('moves the reason under its node, wrapped, on a 60-column terminal', () => {
+    const lines = renderStatus([MIDWAY], 60);
+    expect(lines).toEqual([
+      'driver-rollout/gpu · driver gpu · 2 in progress',
+      '[##########..............................] 1/4 done',
+      'NODE     POOL  STATE                   AGE    DRIVER',
+      'gpu-a-1  a     done                    1m05s  2.0.0',
+      'gpu-a-2  a     drain (cordoned)        42s    1.0.0',
+      '    drain: pod ml/trainer-7d9f refused eviction:',
+      '    PodDisruptionBudget ml/trainer allows 0 disruptions',
+      'gpu-b-1  b     required                1h01m  1.0.0',
+      '    no slot: pool b has 2/2 nodes unavailable',
+      '    (maxUnavailable 2)',
+      'gpu-b-2  b     pod-restart (cordoned)  5s     1.0.0*',
+      '* driver pod not Ready',
+    ]);
+  });
+
+  it('marks a paused, halted rollout with failed nodes in its headline', () => {
+    const view = aRolloutView([aNodeView('n1', { state: 'upgrade-failed', reason: 'validation timed out' })], { paused: true, halted: true });
+    expect(renderStatus([view], 80)[0]).toBe('driver-rollout/gpu · driver gpu · PAUSED · HALTED · 1 failed');
+  });
+
+  it('says so when there is nothing to show', () => {
+    expect(renderStatus([], 80)).toEqual(['No DriverRollouts found.']);
+    expect(renderStatus([aRolloutView([])], 80)).toContain('  (no nodes yet)');
+  });
+
+  it('never writes a line wider than the terminal, whatever the names and reasons', () => {
+    const node = fc.record({
+      name: fc.string({ minLength: 1, maxLength: 70 }),
+      pool: fc.string({ minLength: 1, maxLength: 30 }),
+      state: fc.constantFrom(...UPGRADE_STATES),
+      secondsInState: fc.option(fc.integer({ min: 0, max: 10_000_000 })),
+      reason: fc.string({ maxLength: 300 }),
+      driverVersion: fc.option(fc.string({ maxLength: 40 })),
+      driverReady: fc.boolean(),
+      cordoned: fc.boolean(),
+      skipped: fc.boolean(),
+    });
+    fc.assert(fc.property(fc.array(node, { maxLength: 8 }), fc.integer({ min: 20, max: 240 }), fc.string({ maxLength: 80 }), (nodes, width, name) => {
+      for (const line of renderStatus([aRolloutView(nodes, { name })], width)) expect(line.length).toBeLessThanOrEqual(width);
+    }));
+  });
+});

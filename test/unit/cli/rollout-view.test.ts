@@ -1,0 +1,62 @@
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { buildRolloutViews, type ClusterSnapshot, type RolloutObject } from '../../../cli/rollout-view.ts';
+
+const NOW = 1_800_000_000_000;
+const STATE = 'nvidia.com/gpu-driver-upgrade-state';
+
+function aNode(name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}, unschedulable = false): V1Node {
+  return { metadata: { name, labels, annotations }, spec: { unschedulable } };
+}
+
+function aDriverPod(node: string, ready: boolean, dsUid = 'ds-1'): V1Pod {
+  return {
+    metadata: { name: `gpu-driver-${node}`, namespace: 'dr', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'gpu-driver', uid: dsUid }] },
+    spec: { nodeName: node, containers: [] },
+    status: { conditions: [{ type: 'nvidia.com/gpu-driver-ready', status: ready ? 'True' : 'False' }] },
+  };
+}
+
+const rollout: RolloutObject = {
+  metadata: { name: 'gpu', namespace: 'dr', uid: 'r-1' },
+  spec: {
+    driverName: 'gpu',
+    selector: { matchLabels: { app: 'gpu-driver' } },
+    pools: [{ name: 'a', nodeSelector: { matchLabels: { pool: 'a' } } }, { name: 'big', nodeSelector: { matchExpressions: [{ key: 'size', operator: 'In', values: ['xl'] }] } }],
+  },
+  status: { paused: false, halted: false, nodes: { total: 4, done: 1, failed: 0, inProgress: 1 }, waiting: [{ node: 'n3', reason: 'no slot: pool default has 1/1 unavailable' }] },
+};
+
+function snapshot(nodes: V1Node[], pods: V1Pod[]): ClusterSnapshot {
+  return { rollouts: [rollout], nodes, pods, daemonSetUids: new Map([['r-1', new Set(['ds-1'])]]) };
+}
+
+describe('buildRolloutViews', () => {
+  it('takes the nodes with its state label or its driver pod, with pool, time in state, reason and driver version', () => {
+    const nodes = [
+      aNode('n1', { [STATE]: 'upgrade-done', pool: 'a', 'nvidia.com/gpu-driver.version': '2.0.0' }, { 'nvidia.com/gpu-driver-upgrade.state-start-time': String(NOW / 1000 - 90) }),
+      aNode('n2', { [STATE]: 'drain-required', pool: 'a', size: 'xl' }, { 'nvidia.com/gpu-driver-upgrade.reason': 'drain: PDB ml/trainer' }, true),
+      aNode('n3', { [STATE]: 'upgrade-required' }),
+      aNode('n4', {}),
+      aNode('other', { 'nvidia.com/ofed-driver-upgrade-state': 'upgrade-done' }),
+    ];
+    const [view] = buildRolloutViews(snapshot(nodes, [aDriverPod('n1', true), aDriverPod('n4', false), aDriverPod('other', true, 'ds-other')]), NOW);
+    expect(view?.nodes).toEqual([
+      { name: 'n2', pool: '(a+big)', state: 'drain-required', secondsInState: null, reason: 'drain: PDB ml/trainer', driverVersion: null, driverReady: false, cordoned: true, skipped: false },
+      { name: 'n1', pool: 'a', state: 'upgrade-done', secondsInState: 90, reason: '', driverVersion: '2.0.0', driverReady: true, cordoned: false, skipped: false },
+      { name: 'n3', pool: 'default', state: 'upgrade-required', secondsInState: null, reason: 'no slot: pool default has 1/1 unavailable', driverVersion: null, driverReady: false, cordoned: false, skipped: false },
+      { name: 'n4', pool: 'default', state: 'unknown', secondsInState: null, reason: '', driverVersion: null, driverReady: false, cordoned: false, skipped: false },
+    ]);
+    expect(view).toMatchObject({ namespace: 'dr', name: 'gpu', driver: 'gpu', keyDomain: 'nvidia.com', total: 4, done: 1, inProgress: 1, paused: false, invalidSpec: null });
+  });
+
+  it('counts from the nodes when the coordinator wrote no status yet, and shows a refused spec', () => {
+    const fresh: RolloutObject = {
+      ...rollout,
+      spec: { ...rollout.spec, upgradePolicy: { autoUpgrade: false } },
+      status: { conditions: [{ type: 'InvalidSpec', status: 'True', message: 'spec.upgradePolicy.maxUnavailable: must be 0..100%' }] },
+    };
+    const [view] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-done' })], []), rollouts: [fresh] }, NOW);
+    expect(view).toMatchObject({ total: 1, done: 1, failed: 0, paused: true, invalidSpec: 'spec.upgradePolicy.maxUnavailable: must be 0..100%' });
+  });
+});
