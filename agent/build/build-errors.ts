@@ -45,3 +45,9 @@ export class SourceChecksumError extends DriverRolloutError {
 
 /** `sign-file` failed or the signing key/certificate is unusable. */
 export class ModuleSigningError extends DriverRolloutError {}
+
+/**
+ * The driver's build description cannot be used: a recipe field, a variable or a dkms.conf is
+ * wrong. `fields.field` (or `fields.file`) names what to fix; retrying does not help.
+ */
+export class BuildConfigError extends DriverRolloutError {}

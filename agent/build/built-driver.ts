@@ -11,11 +11,13 @@ export interface BuiltDriver {
   readonly driver: string;
   readonly version: string;
   readonly kernelVersion: string;
-  /** In kbuild's modules.order. */
+  /** In build order: kbuild's modules.order, the make recipe's sorted matches, dkms's BUILT_MODULE_* records. */
   readonly modules: readonly BuiltModule[];
   /** Digest of kernel version, sources, generated files, make variables and signing certificate. */
   readonly cacheKey: string;
   readonly cacheHit: boolean;
+  /** The modules came ready-built with the image (`prebuiltDir`), verified, not compiled. */
+  readonly prebuilt?: boolean;
   readonly signed: boolean;
   /** Wall time of buildDriver, including fetch, compile and cache I/O. */
   readonly durationMs: number;

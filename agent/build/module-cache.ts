@@ -150,6 +150,8 @@ export async function touchCacheEntry(cacheDir: string, kernelVersion: string, c
 export async function pruneModuleCache(cacheDir: string, driver: string, keep: number): Promise<string[]> {
   const entries: { kernel: string; key: string; usedAt: number }[] = [];
   for (const kernel of await readdirOrEmpty(cacheDir)) {
+    // `.work` holds builds in progress (buildDriver's default workDir), never cache entries.
+    if (kernel.startsWith('.')) continue;
     for (const key of await readdirOrEmpty(join(cacheDir, kernel))) {
       if (key.startsWith('.tmp-')) continue;
       const manifest = join(cacheDir, kernel, key, 'manifest.json');
