@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 import { SummaryLineReporter } from './test/reporters/summary-line-reporter.ts';
 
 // One `vitest run` runs every project: unit tests need nothing; integration tests get a real
-// control plane from test/bed/global-setup.ts; kernel tests boot a real Linux kernel under QEMU.
+// control plane from test/bed/global-setup.ts; kernel tests boot a real Linux kernel under QEMU;
+// vendor-drivers tests build real vendor drivers (test/vendor-drivers/global-setup.ts).
 export const config = defineConfig({
   test: {
     reporters: ['default', new SummaryLineReporter()],
@@ -32,6 +33,18 @@ export const config = defineConfig({
           fileParallelism: false,
           testTimeout: 240_000,
           hookTimeout: 600_000,
+        },
+      },
+      {
+        test: {
+          name: 'vendor-drivers',
+          include: ['test/vendor-drivers/**/*.test.ts'],
+          // Fetches Debian's vendor driver packages and builds them with the agent's recipes,
+          // cached in ~/.cache/driver-rollout: a cold NVIDIA build is ~20 CPU-minutes.
+          globalSetup: ['test/vendor-drivers/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 600_000,
+          hookTimeout: 5_400_000,
         },
       },
     ],

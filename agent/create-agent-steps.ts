@@ -31,7 +31,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         kernelVersion: detection.host.kernelRelease,
         source: config.source,
         cacheDir: config.cacheDir,
-        makeVariables: config.makeVariables,
+        recipe: config.recipe,
+        ...(config.prebuiltDir === undefined ? {} : { prebuiltDir: config.prebuiltDir }),
         signing: config.signing,
         ...(config.headersDirs === undefined
           ? {}

@@ -1,4 +1,5 @@
 import {
+  BuildConfigError,
   BuildOutputError,
   CompileError,
   KernelHeadersMissingError,
@@ -26,6 +27,7 @@ const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] =
   [SourceFetchError, 'SourceFetchFailed'],
   [ModuleSigningError, 'ModuleSigningFailed'],
   [BuildOutputError, 'BuildOutputInvalid'],
+  [BuildConfigError, 'BuildConfigInvalid'],
   [DriverInUseError, 'DriverInUse'],
   [ModuleBusyError, 'DriverInUse'],
   [DriverVerificationError, 'VerifyFailed'],

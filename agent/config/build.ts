@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import type { DriverSource } from '../build/build-driver.ts';
+import { defaultRecipe, parseBuildRecipe, type BuildRecipe } from '../build/build-recipe.ts';
 import { optional, problem, required, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
@@ -17,7 +18,13 @@ export interface BuildConfig {
    * `/usr/src/linux-headers-<kver>`.
    */
   readonly headersDirs: readonly string[] | undefined;
-  readonly makeVariables: Readonly<Record<string, string>>;
+  /**
+   * How to build: `--build-recipe` / BUILD_RECIPE as JSON (kbuild, make or dkms; see
+   * agent/build/build-recipe.ts), else kbuild with `--make-variables` (NAME=value items, no spaces).
+   */
+  readonly recipe: BuildRecipe;
+  /** Modules shipped ready-built in the image, one directory per kernel release (KMM layout); used when the running kernel's exists. */
+  readonly prebuiltDir: string | undefined;
   readonly signing: { readonly privateKeyPath: string; readonly certificatePath: string } | undefined;
   readonly cacheDir: string;
 }
@@ -32,6 +39,8 @@ export const buildFlags = {
   'cache-dir': z.string().default('/var/lib/driver-rollout/cache'),
   'headers-dirs': optional,
   'make-variables': optional,
+  'build-recipe': optional,
+  'prebuilt-modules-dir': optional,
   'signing-key': optional,
   'signing-cert': optional,
 };
@@ -42,7 +51,8 @@ export function buildConfig(c: RawAgentConfig, problems: ConfigProblem[]): Build
     source: driverSource(c, problems),
     kernelVersion: c['kernel-version'],
     headersDirs: c['headers-dirs'] === undefined ? undefined : splitList(c['headers-dirs']),
-    makeVariables: keyValues(c['make-variables'], 'make-variables', problems),
+    recipe: recipe(c, problems),
+    prebuiltDir: c['prebuilt-modules-dir'],
     signing: signing(c, problems),
     cacheDir: c['cache-dir'],
   };
@@ -64,6 +74,17 @@ function driverSource(c: RawAgentConfig, problems: ConfigProblem[]): DriverSourc
     problems.push(problem('driver-source-dir', 'required: a kbuild source directory, or --driver-source-url with --driver-source-sha256'));
   }
   return { kind: 'directory', path: dir ?? '' };
+}
+
+function recipe(c: RawAgentConfig, problems: ConfigProblem[]): BuildRecipe {
+  const makeVariables = keyValues(c['make-variables'], 'make-variables', problems);
+  const text = c['build-recipe'];
+  if (text === undefined) return defaultRecipe(makeVariables);
+  if (c['make-variables'] !== undefined) problems.push(problem('make-variables', 'give the variables in --build-recipe (its "variables"), not both'));
+  const parsed = parseBuildRecipe(text, 'build-recipe');
+  if (parsed.ok) return parsed.recipe;
+  for (const p of parsed.problems) problems.push(problem('build-recipe', `${p.path}: ${p.message}`));
+  return defaultRecipe({});
 }
 
 function keyValues(text: string | undefined, field: 'make-variables', problems: ConfigProblem[]): Record<string, string> {

@@ -1,27 +1,35 @@
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { pino } from 'pino';
+import { lock } from 'proper-lockfile';
+import { buildDriver } from '../../agent/build/build-driver.ts';
+import type { DkmsPackage } from '../../agent/build/build-recipe.ts';
+import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 
 /**
- * Real vendor driver modules for the tests, built once per (package version, kernel) and cached
- * outside the repository (~/.cache/driver-rollout/vendor-builds/<package>_<version>/<kernel>/):
- * Debian's nvidia-open-kernel-dkms and r8168-dkms, fetched and unpacked without their maintainer
- * scripts by scripts/ensure-vendor-packages.sh and built with the real `dkms` in private trees by
- * test/vendor-drivers/dkms-build.sh. A cold NVIDIA build costs about 20 CPU-minutes; a warm
- * cache returns at once. Each call is safe to run from several test processes (the scripts lock).
+ * Real vendor driver modules for the tests, built by the agent's own `dkms` recipe (buildDriver)
+ * and kept in the agent's module cache outside the repository
+ * (~/.cache/driver-rollout/vendor-agent-cache/<kernel>/<cache key>/): Debian's
+ * nvidia-open-kernel-dkms and r8168-dkms, fetched and unpacked without their maintainer scripts by
+ * scripts/ensure-vendor-packages.sh, and test/fixtures/dkms-pair. A cold NVIDIA build costs about
+ * 20 CPU-minutes; a warm cache returns in seconds. Builds of one driver are serialized across test
+ * processes by a lock file, so the second caller finds the cache warm.
  */
 
-/** One cached build: the modules by name (as modinfo names them) and where they are. */
+/** One driver's modules, by the kernel's module name, from the agent's cache. */
 export interface VendorModules {
-  /** The Debian package and version the sources came from, e.g. `r8168-dkms` `8.051.02-2`. */
+  /** The Debian package and version the sources came from (`test/fixtures/dkms-pair` `1.0` for the fixture). */
   readonly packageName: string;
   readonly packageVersion: string;
   readonly kernelRelease: string;
-  /** Directory holding the built .ko files. */
+  /** The cache entry's directory: holds `<module name>.ko` files and manifest.json. */
   readonly dir: string;
   /** Module name (`nvidia_uvm` style, as the kernel names it) to its .ko path. */
   readonly files: Readonly<Record<string, string>>;
+  /** What buildDriver returned (cacheHit, durationMs, srcversions...). */
+  readonly built: BuiltDriver;
 }
 
 export interface NvidiaOpenModules extends VendorModules {
@@ -31,12 +39,18 @@ export interface NvidiaOpenModules extends VendorModules {
   readonly firmwareDir: string;
 }
 
-const here = import.meta.dirname;
-const repoRoot = join(here, '..', '..');
+const repoRoot = join(import.meta.dirname, '..', '..');
+/** The two-package DKMS fixture (MOFED's layout: drpair-user builds against drpair-base). */
+export const DKMS_PAIR_DIR = join(repoRoot, 'test', 'fixtures', 'dkms-pair');
 
 /** The cache root the scripts use (DRIVER_ROLLOUT_CACHE or ~/.cache/driver-rollout). */
 export function vendorCacheRoot(): string {
   return process.env['DRIVER_ROLLOUT_CACHE'] ?? join(homedir(), '.cache', 'driver-rollout');
+}
+
+/** The agent module cache the vendor builds live in. */
+export function vendorModuleCache(): string {
+  return join(vendorCacheRoot(), 'vendor-agent-cache');
 }
 
 type VendorPackages = ReadonlyMap<string, { dir: string; version: string }>;
@@ -63,35 +77,85 @@ async function runEnsureVendorPackages(): Promise<VendorPackages> {
   return packages;
 }
 
-async function ensureDkmsBuild(packageName: string, kernelRelease: string): Promise<VendorModules> {
-  const pkg = (await ensureVendorPackages()).get(packageName);
-  if (pkg === undefined) throw new Error(`scripts/ensure-vendor-packages.sh did not provide ${packageName}`);
-  const out = join(vendorCacheRoot(), 'vendor-builds', `${packageName}_${pkg.version}`, kernelRelease);
-  await execa('bash', [join(here, 'dkms-build.sh'), join(pkg.dir, 'root'), kernelRelease, out], { stderr: 'inherit' });
-  const dir = join(out, 'modules');
-  const files: Record<string, string> = {};
-  for (const file of (await readdir(dir)).filter((f) => f.endsWith('.ko')).sort()) {
-    const path = join(dir, file);
-    const name = (await execa('modinfo', ['-F', 'name', path])).stdout.trim().replaceAll('-', '_');
-    files[name] = path;
-  }
-  return { packageName, packageVersion: pkg.version, kernelRelease, dir, files };
+async function vendorPackage(name: string): Promise<{ dir: string; version: string }> {
+  const pkg = (await ensureVendorPackages()).get(name);
+  if (pkg === undefined) throw new Error(`scripts/ensure-vendor-packages.sh did not provide ${name}`);
+  return pkg;
 }
 
-/** Realtek's r8168 (Debian r8168-dkms, non-free) built with dkms: one module, `r8168`. */
+interface DkmsBuildSpec {
+  readonly driver: string;
+  readonly packageName: string;
+  readonly packageVersion: string;
+  readonly sourceDir: string;
+  readonly packages: readonly DkmsPackage[];
+  readonly kernelRelease: string;
+}
+
+/** buildDriver with the dkms recipe into the vendor cache, one builder per driver at a time. */
+async function buildWithDkms(spec: DkmsBuildSpec): Promise<VendorModules> {
+  const cacheDir = vendorModuleCache();
+  await mkdir(cacheDir, { recursive: true });
+  const release = await lock(cacheDir, { lockfilePath: join(cacheDir, `.${spec.driver}.lock`), retries: { retries: 2000, minTimeout: 2000, maxTimeout: 5000 }, stale: 60_000 });
+  try {
+    const built = await buildDriver({
+      driver: spec.driver,
+      version: spec.packageVersion,
+      kernelVersion: spec.kernelRelease,
+      source: { kind: 'directory', path: spec.sourceDir },
+      cacheDir,
+      recipe: { kind: 'dkms', packages: spec.packages },
+      logger: pino({ level: 'silent' }),
+    });
+    const files = Object.fromEntries(built.modules.map((m) => [m.name, m.path]));
+    const dir = built.modules[0]?.path.replace(/\/[^/]+$/, '') ?? cacheDir;
+    return { packageName: spec.packageName, packageVersion: spec.packageVersion, kernelRelease: spec.kernelRelease, dir, files, built };
+  } finally {
+    await release();
+  }
+}
+
+/** The single DKMS package directory under an unpacked Debian package's /usr/src. */
+async function dkmsPackageIn(unpacked: string): Promise<{ sourceDir: string; directory: string }> {
+  const sourceDir = join(unpacked, 'root', 'usr', 'src');
+  const dirs = await readdir(sourceDir);
+  if (dirs.length !== 1 || dirs[0] === undefined) throw new Error(`${sourceDir} should hold one DKMS package, holds: ${dirs.join(', ')}`);
+  return { sourceDir, directory: dirs[0] };
+}
+
+/** Realtek's r8168 (Debian r8168-dkms, non-free) through the agent's dkms recipe: one module, `r8168`. */
 export async function ensureR8168Modules(kernelRelease: string): Promise<VendorModules> {
-  return ensureDkmsBuild('r8168-dkms', kernelRelease);
+  const pkg = await vendorPackage('r8168-dkms');
+  const { sourceDir, directory } = await dkmsPackageIn(pkg.dir);
+  return buildWithDkms({ driver: 'r8168', packageName: 'r8168-dkms', packageVersion: pkg.version, sourceDir, packages: [{ directory, variables: {} }], kernelRelease });
 }
 
 /**
- * NVIDIA's open GPU kernel modules (Debian nvidia-open-kernel-dkms, contrib) built with dkms:
- * nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm, nvidia_peermem (a stub without MOFED), plus the
- * GSP firmware of the same release (firmware-nvidia-gsp, non-free-firmware).
+ * NVIDIA's open GPU kernel modules (Debian nvidia-open-kernel-dkms, contrib) through the agent's
+ * dkms recipe: nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm and nvidia_peermem (a stub without
+ * MOFED), plus the GSP firmware of the same release (firmware-nvidia-gsp, non-free-firmware).
  */
 export async function ensureNvidiaOpenModules(kernelRelease: string): Promise<NvidiaOpenModules> {
-  const built = await ensureDkmsBuild('nvidia-open-kernel-dkms', kernelRelease);
-  const firmware = (await ensureVendorPackages()).get('firmware-nvidia-gsp');
-  if (firmware === undefined) throw new Error('scripts/ensure-vendor-packages.sh did not provide firmware-nvidia-gsp');
-  const release = built.packageVersion.replace(/-[^-]*$/, '');
-  return { ...built, release, firmwareDir: join(firmware.dir, 'root', 'lib', 'firmware') };
+  const pkg = await vendorPackage('nvidia-open-kernel-dkms');
+  const firmware = await vendorPackage('firmware-nvidia-gsp');
+  const { sourceDir, directory } = await dkmsPackageIn(pkg.dir);
+  const built = await buildWithDkms({
+    driver: 'nvidia-open',
+    packageName: 'nvidia-open-kernel-dkms',
+    packageVersion: pkg.version,
+    sourceDir,
+    packages: [{ directory, variables: {} }],
+    kernelRelease,
+  });
+  return { ...built, release: pkg.version.replace(/-[^-]*$/, ''), firmwareDir: join(firmware.dir, 'root', 'lib', 'firmware') };
+}
+
+/** The two-package fixture through the dkms recipe: drpair_base, then drpair_user built against it. */
+export const DKMS_PAIR_PACKAGES: readonly DkmsPackage[] = [
+  { directory: 'drpair-base', variables: {} },
+  { directory: 'drpair-user', variables: { DRPAIR_BASE_DIR: '{built:drpair-base}' } },
+];
+
+export async function ensureDkmsPairModules(kernelRelease: string): Promise<VendorModules> {
+  return buildWithDkms({ driver: 'drpair', packageName: 'test/fixtures/dkms-pair', packageVersion: '1.0', sourceDir: DKMS_PAIR_DIR, packages: DKMS_PAIR_PACKAGES, kernelRelease });
 }

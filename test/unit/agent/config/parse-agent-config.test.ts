@@ -74,8 +74,28 @@ describe('parseAgentConfig', () => {
     expect(c.modules).toEqual(['mlx5_core', 'mlx5_ib']);
     expect(c.moduleParameters).toEqual({ mlx5_core: { prof_sel: '2', debug_mask: '0' }, mlx5_ib: { dc_cnak_qp_depth: '4096' } });
     expect(c.blacklist).toEqual(['mlx4_core']);
-    expect(c.makeVariables).toEqual({ CONFIG_X: 'y', EXTRA: '1' });
+    expect(c.recipe).toEqual({ kind: 'kbuild', variables: { CONFIG_X: 'y', EXTRA: '1' } });
     expect(c.deviceSelector).toEqual({ vendors: ['0x15b3'], classPrefixes: ['0x0207'] });
+  });
+
+  it('reads a build recipe as JSON: variables keep their spaces and placeholders; prebuilt modules dir', () => {
+    const recipe = {
+      kind: 'dkms',
+      packages: [{ directory: 'mlnx-ofa_kernel-25.10' }, { directory: 'nvidia-peermem', variables: { OFA_DIR: '{built:mlnx-ofa_kernel}', NV_KERNEL_MODULES: 'nvidia nvidia-peermem' } }],
+    };
+    const c = parseAgentConfig([], { ...podEnv, BUILD_RECIPE: JSON.stringify(recipe), PREBUILT_MODULES_DIR: '/opt/lib/modules' });
+    expect(c.recipe).toEqual({ kind: 'dkms', packages: [{ directory: 'mlnx-ofa_kernel-25.10', variables: {} }, recipe.packages[1]] });
+    expect(c.prebuiltDir).toBe('/opt/lib/modules');
+  });
+
+  it.each([
+    ['a bad recipe field', { BUILD_RECIPE: '{"kind":"make","variables":{"SYSSRC":7}}' }, '--build-recipe / BUILD_RECIPE: build-recipe.variables.SYSSRC: '],
+    ['a recipe that is not JSON', { BUILD_RECIPE: 'kind=make' }, '--build-recipe / BUILD_RECIPE: build-recipe: not JSON'],
+    ['a recipe and MAKE_VARIABLES', { BUILD_RECIPE: '{"kind":"kbuild"}', MAKE_VARIABLES: 'A=1' }, '--make-variables / MAKE_VARIABLES: give the variables in --build-recipe'],
+  ])('rejects %s, naming the field', (_what, env, start) => {
+    const problems = problemsOf([], { ...podEnv, ...env });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]?.startsWith(start)).toBe(true);
   });
 
   it('a tarball source needs its sha256', () => {
