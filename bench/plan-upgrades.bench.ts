@@ -54,6 +54,8 @@ export function bigCluster(NODES: number): ClusterSnapshot {
           ready: true,
           restartCount: 0,
           deleting: false,
+          agentCondition: { status: 'True', reason: 'Loaded', message: 'driver loaded' },
+          waiting: null,
         },
       ],
       pods,

@@ -8,6 +8,12 @@
  */
 export const DEFAULT_KEY_DOMAIN = 'nvidia.com';
 
+/** Prefix of the keys for facts of our own that NVIDIA's tools never write or read. */
+export const OWN_KEY_DOMAIN = 'driver-rollout.io';
+
+/** Value of a GPU Operator operand label (`nvidia.com/gpu.deploy.<operand>`) while the driver is replaced, as k8s-driver-manager writes it. */
+export const OPERAND_PAUSED_VALUE = 'paused-for-driver-upgrade';
+
 /** Upgrade states, as written in the state label. `unknown` is also the absence of the label. */
 export const UPGRADE_STATES = [
   'unknown',
@@ -71,6 +77,16 @@ export interface DriverKeys {
   readonly driverReady: string;
   /** Pod condition type (agent): the readiness gate the driver pod declares. */
   readonly driverReadyCondition: string;
+  /** Node annotation (ours): unix seconds when pod-restart-required began (podRestart.timeoutSeconds survives restarts). */
+  readonly podRestartStartTime: string;
+  /** Node annotation (ours): unix seconds when the current driver pod first showed a failure reason (podRestart.failAfterSeconds). */
+  readonly driverFailingSince: string;
+  /** Node annotation (ours): the driver DaemonSet revision the node failed at; a newer revision retries the node. */
+  readonly failedRevision: string;
+  /** Node annotation (ours): JSON of the operand labels we paused and their previous values, restored once the driver is Ready. */
+  readonly pausedOperands: string;
+  /** Node annotation (ours): unix seconds when the wait for paused operands and device clients to leave began. */
+  readonly operandPauseStartTime: string;
 }
 
 const UPGRADE_STATE_SUFFIX = '-driver-upgrade-state';
@@ -98,6 +114,11 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     driverVersion: `${p}-driver.version`,
     driverReady: `${p}-driver.ready`,
     driverReadyCondition: `${p}-driver-ready`,
+    podRestartStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.pod-restart-start-time`,
+    driverFailingSince: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.driver-failing-since`,
+    failedRevision: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.failed-revision`,
+    pausedOperands: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.paused-operands`,
+    operandPauseStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.operand-pause-start-time`,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1ControllerRevision, V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ContainerStatus, V1ControllerRevision, V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { compileLabelSelector, matchesSelector } from '../policy/label-selector.ts';
@@ -67,7 +67,7 @@ function collectDriverPods(rollout: RolloutRef, policy: DriverRolloutPolicy, cac
       if (nodeName === '') continue;
       uids.add(uidOf(pod));
       const list = byNode.get(nodeName) ?? [];
-      list.push(toDriverPod(pod, nameOf(ds)));
+      list.push(toDriverPod(pod, nameOf(ds), policy.keys.driverReadyCondition));
       byNode.set(nodeName, list);
     }
   }
@@ -122,18 +122,41 @@ const isReady = (conditions: readonly { type: string; status: string }[] | undef
   conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const isDeleting = (o: KubernetesObject): boolean => o.metadata?.deletionTimestamp != null;
 
-function toDriverPod(pod: V1Pod, daemonSet: string): DriverPodSnapshot {
-  return memoised(pod, (p): DriverPodSnapshot => ({
-    namespace: namespaceOf(p),
-    name: nameOf(p),
-    uid: uidOf(p),
-    daemonSet,
-    revisionHash: p.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
-    phase: phaseOf(p),
-    ready: isReady(p.status?.conditions),
-    restartCount: Math.max(0, ...(p.status?.containerStatuses ?? []).map((c) => c.restartCount)),
-    deleting: isDeleting(p),
-  }));
+function toDriverPod(pod: V1Pod, daemonSet: string, conditionType: string): DriverPodSnapshot {
+  return memoised(pod, (p): DriverPodSnapshot => {
+    const statuses = [...(p.status?.initContainerStatuses ?? []).map((s) => ({ s, init: true })), ...(p.status?.containerStatuses ?? []).map((s) => ({ s, init: false }))];
+    const condition = p.status?.conditions?.find((c) => c.type === conditionType);
+    return {
+      namespace: namespaceOf(p),
+      name: nameOf(p),
+      uid: uidOf(p),
+      daemonSet,
+      revisionHash: p.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
+      phase: phaseOf(p),
+      ready: isReady(p.status?.conditions),
+      restartCount: Math.max(0, ...statuses.map(({ s }) => s.restartCount)),
+      deleting: isDeleting(p),
+      agentCondition: condition === undefined ? null : {
+        status: condition.status === 'True' || condition.status === 'False' ? condition.status : 'Unknown',
+        reason: condition.reason ?? '',
+        message: condition.message ?? '',
+      },
+      waiting: waitingText(statuses),
+    };
+  });
+}
+
+/** Kubelet waiting reasons that are just a container on its way up. */
+const STARTING_REASONS: ReadonlySet<string> = new Set(['ContainerCreating', 'PodInitializing']);
+
+function waitingText(statuses: readonly { readonly s: V1ContainerStatus; readonly init: boolean }[]): string | null {
+  for (const { s, init } of statuses) {
+    const waiting = s.state?.waiting;
+    if (waiting?.reason === undefined || STARTING_REASONS.has(waiting.reason)) continue;
+    const who = init ? `init container ${s.name}` : s.name;
+    return `${who}: ${waiting.reason}${waiting.message === undefined || waiting.message === '' ? '' : `: ${waiting.message}`}`;
+  }
+  return null;
 }
 
 function toPod(pod: V1Pod): PodSnapshot {

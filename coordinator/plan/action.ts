@@ -126,6 +126,7 @@ export type ReasonCode =
   | 'eviction-blocked'
   | 'drain-blocked'
   | 'waiting-for-driver-pod'
+  | 'driver-failing'
   | 'waiting-for-validation'
   | 'upgrade-failed';
 

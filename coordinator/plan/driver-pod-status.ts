@@ -16,8 +16,10 @@ export interface DriverPodStatus {
   readonly current: boolean;
   /** Current and every pod Ready. */
   readonly ready: boolean;
-  /** Highest container restart count among the pods. */
+  /** Highest container restart count among the pods (init containers included). */
   readonly restartCount: number;
+  /** The first kubelet waiting reason among the pods' containers (`agent: ImagePullBackOff: ...`); null when none. */
+  readonly waiting: string | null;
 }
 
 /** `revisions`: DaemonSet name → newest revision hash (null when unknown). */
@@ -29,7 +31,9 @@ export function driverPodStatus(node: NodeSnapshot, revisions: ReadonlyMap<strin
   let revisionUnknown = false;
   let allReady = true;
   let restartCount = 0;
+  let waiting: string | null = null;
   for (const pod of pods) {
+    waiting ??= pod.waiting === null ? null : `${pod.namespace}/${pod.name} ${pod.waiting}`;
     const newest = revisions.get(pod.daemonSet) ?? null;
     if (newest === null) revisionUnknown = true;
     else if (pod.revisionHash !== newest) (outOfDate ??= []).push(pod);
@@ -37,5 +41,5 @@ export function driverPodStatus(node: NodeSnapshot, revisions: ReadonlyMap<strin
     restartCount = Math.max(restartCount, pod.restartCount);
   }
   const current = pods.length > 0 && outOfDate === null && !revisionUnknown;
-  return { pods, outOfDate: outOfDate ?? NONE, revisionUnknown, current, ready: current && allReady, restartCount };
+  return { pods, outOfDate: outOfDate ?? NONE, revisionUnknown, current, ready: current && allReady, restartCount, waiting };
 }

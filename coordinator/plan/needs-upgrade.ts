@@ -25,19 +25,21 @@ export function isInUpgradeCycle(annotations: Readonly<Record<string, string>>, 
   return annotations[keys.upgradeStartTime] !== undefined;
 }
 
-/** Timer annotation owned by a state, removed when the node leaves that state. */
-export function timerKeyOf(state: string, keys: DriverKeys): string | null {
+/** Timer annotations owned by a state, removed when the node leaves that state. */
+export function timerKeysOf(state: string, keys: DriverKeys): readonly string[] {
   switch (state) {
     case 'wait-for-jobs-required':
-      return keys.waitForPodCompletionStartTime;
+      return [keys.waitForPodCompletionStartTime];
     case 'pod-deletion-required':
-      return keys.podDeletionStartTime;
+      return [keys.podDeletionStartTime];
     case 'drain-required':
-      return keys.drainStartTime;
+      return [keys.drainStartTime];
+    case 'pod-restart-required':
+      return [keys.podRestartStartTime, keys.driverFailingSince];
     case 'validation-required':
-      return keys.validationStartTime;
+      return [keys.validationStartTime];
     default:
-      return null;
+      return [];
   }
 }
 
@@ -47,7 +49,15 @@ const cycleKeys = new WeakMap<DriverKeys, readonly string[]>();
 export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
   let list = cycleKeys.get(keys);
   if (list === undefined) {
-    list = [keys.waitForPodCompletionStartTime, keys.podDeletionStartTime, keys.drainStartTime, keys.validationStartTime, keys.upgradeStartTime];
+    list = [
+      keys.waitForPodCompletionStartTime,
+      keys.podDeletionStartTime,
+      keys.drainStartTime,
+      keys.podRestartStartTime,
+      keys.driverFailingSince,
+      keys.validationStartTime,
+      keys.upgradeStartTime,
+    ];
     cycleKeys.set(keys, list);
   }
   return list;

@@ -23,7 +23,7 @@ import { assignPool } from './assign-pool.ts';
 import { compareCandidates, priorityNumber } from './compare-candidates.ts';
 import { usesDevice } from './device-pods.ts';
 import { driverPodStatus } from './driver-pod-status.ts';
-import { isInUpgradeCycle, isUpgradeRequested, timerKeyOf, cycleAnnotationKeys } from './needs-upgrade.ts';
+import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
@@ -219,7 +219,7 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
   const name = view.snapshot.name;
   const from = view.state;
   addActions(record, result.actions);
-  const exitTimer = timerKeyOf(from, keys);
+  const kept = timerKeysOf(result.to, keys);
   const actions: NodeAction[] = [
     {
       kind: 'setState',
@@ -231,8 +231,8 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
       upgradeStartedAt: result.to === 'upgrade-done' ? readUnixSeconds(view.annotations, keys.upgradeStartTime) : null,
     },
   ];
-  if (exitTimer !== null && exitTimer !== timerKeyOf(result.to, keys) && view.annotations[exitTimer] !== undefined) {
-    actions.push({ kind: 'removeAnnotation', node: name, key: exitTimer });
+  for (const key of timerKeysOf(from, keys)) {
+    if (!kept.includes(key) && view.annotations[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
   }
   actions.push({ kind: 'setAnnotation', node: name, key: keys.stateStartTime, value: toUnixSeconds(ctx.now) });
   actions.push({

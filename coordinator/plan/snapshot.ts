@@ -48,6 +48,14 @@ export interface PodSnapshot extends PodRef {
   readonly evictionBlocked?: { readonly at: number; readonly message: string } | undefined;
 }
 
+/** The agent's readiness-gate condition (`<domain>/<driver>-driver-ready`) on its pod. */
+export interface AgentConditionSnapshot {
+  readonly status: 'True' | 'False' | 'Unknown';
+  /** One CamelCase word: `Building`, `Loaded`, `CompileFailed`, `DriverInUse`, ... */
+  readonly reason: string;
+  readonly message: string;
+}
+
 export interface DriverPodSnapshot extends PodRef {
   /** Name of the owning DaemonSet (in the rollout's namespace). */
   readonly daemonSet: string;
@@ -55,9 +63,17 @@ export interface DriverPodSnapshot extends PodRef {
   readonly revisionHash: string | null;
   readonly phase: PodPhase;
   readonly ready: boolean;
-  /** Highest restartCount over the pod's containers. */
+  /** Highest restartCount over the pod's containers and init containers (upstream counts both). */
   readonly restartCount: number;
   readonly deleting: boolean;
+  /** The agent's readiness-gate condition; null until the agent has written it. */
+  readonly agentCondition: AgentConditionSnapshot | null;
+  /**
+   * Why a container or init container is not running, as the kubelet says it
+   * (`init container wait: CrashLoopBackOff: back-off 5m0s ...`, `agent: ImagePullBackOff: ...`);
+   * null when none waits for such a reason. ContainerCreating and PodInitializing are not reasons.
+   */
+  readonly waiting: string | null;
 }
 
 export interface DaemonSetSnapshot {

@@ -129,6 +129,33 @@ const upgradePolicySchema = z.object({
       deleteEmptyDir: z.boolean().default(false),
     })
     .prefault({}),
+  /**
+   * The driver pod's restart (pod-restart-required). Upstream only fails a node whose driver
+   * container restarted more than 10 times; our agent retries in-process and never restarts, so
+   * both limits below are ours. Either one makes the node upgrade-failed (and leaves it by
+   * itself once the driver pod is current and Ready).
+   */
+  podRestart: z
+    .object({
+      /**
+       * No Ready driver pod this long after pod-restart-required began, whatever the cause (image
+       * pull error, init container crash loop, a slow build): upgrade-failed. 0 waits forever.
+       * Default 900 s: an image pull (1–3 min for a driver image) plus a cache-miss build of
+       * NVIDIA's driver (3–5 min) with twice that to spare.
+       */
+      timeoutSeconds: timeoutSeconds(900),
+      /**
+       * The agent reports a failure reason (CompileFailed, KernelHeadersMissing, LoadFailed,
+       * DriverInUse, ...) on the current driver pod and has not become Ready within this long of
+       * first reporting it: upgrade-failed with the agent's message. 0 never fails on the reason
+       * alone. Default 120 s: the agent retries after 10, 20 and 40 s (its backoff), so a passing
+       * cause (a client pod finishing its 30 s grace period, a retried load from the build cache)
+       * has three tries to clear, while a broken build frees the pool's slot, and counts against
+       * maxFailedNodes, within two minutes instead of hours.
+       */
+      failAfterSeconds: timeoutSeconds(120),
+    })
+    .prefault({}),
   validation: z
     .object({
       /** Validator pods on the node that must be Ready; "" skips validation. */
@@ -213,6 +240,7 @@ export interface DriverRolloutPolicy {
     readonly timeoutSeconds: number;
     readonly deleteEmptyDir: boolean;
   };
+  readonly podRestart: { readonly timeoutSeconds: number; readonly failAfterSeconds: number };
   readonly validation: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   /** null: never halts. */
   readonly maxFailedNodes: number | null;
@@ -292,6 +320,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       timeoutSeconds: up.drain.timeoutSeconds,
       deleteEmptyDir: up.drain.deleteEmptyDir,
     },
+    podRestart: { timeoutSeconds: up.podRestart.timeoutSeconds, failAfterSeconds: up.podRestart.failAfterSeconds },
     validation: {
       podSelector: optionalSelector('spec.upgradePolicy.validation.podSelector', up.validation.podSelector),
       timeoutSeconds: up.validation.timeoutSeconds,

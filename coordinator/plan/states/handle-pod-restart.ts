@@ -1,9 +1,11 @@
 import type { NodeAction } from '../action.ts';
 import { listPods } from '../device-pods.ts';
+import { driverFailure, type DriverFailure } from '../driver-failure.ts';
+import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
-import { advance, fail, wait, type StateHandler } from '../step.ts';
+import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext, type StepResult, type Timer } from '../step.ts';
 
-/** Upstream's limit: a driver container not Ready after more restarts than this fails the node. */
+/** Upstream's limit: a driver pod not Ready after more restarts than this (containers or init containers) fails the node. */
 export const MAX_DRIVER_RESTARTS = 10;
 
 /**
@@ -11,26 +13,36 @@ export const MAX_DRIVER_RESTARTS = 10;
  * recreates it at the new revision). Safe load: once the pod is current, remove the
  * wait-for-safe-load annotation instead, which lets its init container finish and the driver
  * load. When the current pod is Ready → validation-required (if configured) or
- * uncordon-required; not Ready after more than MAX_DRIVER_RESTARTS restarts → upgrade-failed.
+ * uncordon-required. upgrade-failed, whichever comes first:
+ * - the agent has reported a failure reason on the current pod and the pod has not become Ready
+ *   within podRestart.failAfterSeconds of the first such report (the agent retries in-process,
+ *   showing Building/Loading between failures; only Ready, or leaving the state, resets this);
+ * - no Ready pod podRestart.timeoutSeconds after the state began, whatever the cause;
+ * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule).
+ * Both start times live in annotations, so a restarted coordinator keeps counting.
  */
 export const handlePodRestart: StateHandler = (node, ctx) => {
   const name = node.view.snapshot.name;
   const keys = ctx.policy.keys;
   const driver = node.driver;
+  const timer = readTimer(node, ctx, keys.podRestartStartTime, ctx.policy.podRestart.timeoutSeconds);
   if (driver.outOfDate.length > 0) {
+    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: out-of-date driver pod ${listPods(driver.outOfDate)} still terminating`);
     const deletes: NodeAction[] = driver.outOfDate.map((p) => ({
       kind: 'deleteDriverPod',
       node: name,
       pod: { namespace: p.namespace, name: p.name, uid: p.uid },
     }));
     return wait(
-      { code: 'waiting-for-driver-pod', message: `restarting out-of-date driver pod ${listPods(driver.outOfDate)}`, detail: `deleting out-of-date driver pod ${listPods(driver.outOfDate)}` },
-      deletes,
+      { code: 'waiting-for-driver-pod', message: `restarting out-of-date driver pod ${listPods(driver.outOfDate)}`, detail: `deleting out-of-date driver pod ${listPods(driver.outOfDate)} ${timer.progress}` },
+      [...timer.actions, ...deletes],
+      timer.deadline,
     );
   }
   if (driver.pods.length === 0) {
+    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: the DaemonSet has not created one`);
     const text = 'waiting for the DaemonSet to create the driver pod';
-    return wait({ code: 'waiting-for-driver-pod', message: text, detail: text });
+    return wait({ code: 'waiting-for-driver-pod', message: text, detail: `${text} ${timer.progress}` }, timer.actions, timer.deadline);
   }
   if (driver.revisionUnknown) {
     const text = 'newest revision of the driver DaemonSet not known yet';
@@ -41,15 +53,62 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
   if (driver.ready) {
     return advance(ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required', true, actions);
   }
-  if (driver.restartCount > MAX_DRIVER_RESTARTS) {
-    return fail(node, ctx, `driver pod ${listPods(driver.pods)} is not Ready after ${driver.restartCount} restarts`, actions);
+  return judgeNotReady(node, ctx, timer, actions);
+};
+
+/** The current driver pod is not Ready: fail it (agent's failure, restarts, timeout) or wait, saying why. */
+function judgeNotReady(node: NodeContext, ctx: StepContext, timer: Timer, actions: readonly NodeAction[]): StepResult {
+  const driver = node.driver;
+  const settings = ctx.policy.podRestart;
+  const pods = listPods(driver.pods);
+  const failure = driverFailure(driver.pods);
+  const failing = failure === null || settings.failAfterSeconds === 0 ? null : readTimer(node, ctx, ctx.policy.keys.driverFailingSince, settings.failAfterSeconds);
+  if (failure !== null && failing?.expired === true) {
+    return fail(node, ctx, `driver pod ${pods} failed: ${failure.reason}: ${failure.message}`, actions);
   }
+  if (driver.restartCount > MAX_DRIVER_RESTARTS) {
+    return fail(node, ctx, `driver pod ${pods} is not Ready after ${driver.restartCount} restarts${driver.waiting === null ? '' : ` (${driver.waiting})`}`, actions);
+  }
+  if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${whyNotReady(driver, failure)}`, actions);
+  const wakeAt = earliest(timer.deadline, failing?.deadline ?? null);
+  if (failure !== null) {
+    return wait(
+      {
+        code: 'driver-failing',
+        message: `driver pod ${pods} failing: ${failure.reason}: ${failure.message} (fails the node after ${settings.failAfterSeconds}s)`,
+        detail: `driver pod ${pods} failing: ${failure.reason}: ${failure.message} ${failing?.progress ?? ''}`.trimEnd(),
+      },
+      [...actions, ...timer.actions, ...(failing?.actions ?? [])],
+      wakeAt,
+    );
+  }
+  const waiting = driver.waiting === null ? '' : `: ${driver.waiting}`;
   return wait(
     {
       code: 'waiting-for-driver-pod',
-      message: `waiting for driver pod ${listPods(driver.pods)} to become Ready`,
-      detail: `waiting for driver pod ${listPods(driver.pods)} to become Ready (${driver.restartCount} restarts)`,
+      message: `waiting for driver pod ${pods} to become Ready${waiting} (${timeoutText(settings.timeoutSeconds)})`,
+      detail: `waiting for driver pod ${pods} to become Ready${waiting} ${timer.progress} (${driver.restartCount} restarts)`,
     },
-    actions,
+    [...actions, ...timer.actions],
+    wakeAt,
   );
-};
+}
+
+function expired(ctx: StepContext): string {
+  return `no Ready driver pod ${ctx.policy.podRestart.timeoutSeconds}s after the restart began`;
+}
+
+/** The best explanation there is: the agent's failure, the kubelet's waiting reason, or the agent's last words. */
+function whyNotReady(driver: DriverPodStatus, failure: DriverFailure | null): string {
+  const pods = listPods(driver.pods);
+  if (failure !== null) return `${pods}: ${failure.reason}: ${failure.message}`;
+  if (driver.waiting !== null) return driver.waiting;
+  const condition = driver.pods[0]?.agentCondition ?? null;
+  return condition === null ? `${pods}: the agent has reported nothing` : `${pods}: the agent says ${condition.reason}: ${condition.message}`;
+}
+
+function earliest(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.min(a, b);
+}

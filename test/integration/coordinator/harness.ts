@@ -10,6 +10,7 @@ import {
   type V1DaemonSet,
   type V1Node,
   type V1Pod,
+  type V1PodSpec,
 } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -28,6 +29,7 @@ import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { driverKeys, type DriverKeys } from '../../../shared/keys.ts';
 import { createLogger } from '../../../shared/logger.ts';
 import { createFakeNodes, deleteFakeNodes, type FakeNodeSpec } from '../../bed/fake-nodes.ts';
+import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
 
@@ -88,6 +90,11 @@ export class RolloutWorld {
     );
   }
 
+  /** Runs `stop` when the test ends, before the nodes and the namespace are deleted (last registered, first run). */
+  onTearDown(stop: () => Promise<void>): void {
+    this.stops.push(stop);
+  }
+
   async tearDown(): Promise<void> {
     for (const stop of this.stops.splice(0).reverse()) await stop();
     await deleteFakeNodes(this.kc, this.nodeNames);
@@ -95,6 +102,11 @@ export class RolloutWorld {
   }
 
   daemonSetBody(image: string): V1DaemonSet {
+    return this.daemonSetWith({ terminationGracePeriodSeconds: 0, containers: [{ name: 'driver', image }] });
+  }
+
+  /** The test's driver DaemonSet (OnDelete, on exactly the test's nodes) running `pod`. */
+  daemonSetWith(pod: Pick<V1PodSpec, 'containers'> & Partial<V1PodSpec>): V1DaemonSet {
     return {
       metadata: { name: 'driver', namespace: this.ns.name, labels: { app: 'driver', test: this.id } },
       spec: {
@@ -102,12 +114,7 @@ export class RolloutWorld {
         updateStrategy: { type: 'OnDelete' },
         template: {
           metadata: { labels: { app: 'driver' } },
-          spec: {
-            nodeSelector: { [TEST_NODE_LABEL]: this.id },
-            tolerations: [{ operator: 'Exists' }],
-            terminationGracePeriodSeconds: 0,
-            containers: [{ name: 'driver', image }],
-          },
+          spec: { nodeSelector: { [TEST_NODE_LABEL]: this.id }, tolerations: [{ operator: 'Exists' }], ...pod },
         },
       },
     };
@@ -279,6 +286,27 @@ export class RolloutWorld {
 
 export function isPodReady(pod: V1Pod): boolean {
   return pod.metadata?.deletionTimestamp == null && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+/**
+ * For a test file: installs the CRD once, and tears down every world `create` made after each
+ * test. `create` is called inside a test.
+ */
+export function useRolloutWorlds(hooks: { beforeAll: (fn: () => Promise<void>) => void; afterEach: (fn: () => Promise<void>) => void }): { readonly kc: KubeConfig; create: (prefix: string) => RolloutWorld } {
+  const kc = sharedCluster().kubeConfig();
+  const worlds: RolloutWorld[] = [];
+  hooks.beforeAll(() => installCrd(kc));
+  hooks.afterEach(async () => {
+    for (const w of worlds.splice(0)) await w.tearDown();
+  });
+  return {
+    kc,
+    create: (prefix) => {
+      const world = new RolloutWorld(kc, prefix);
+      worlds.push(world);
+      return world;
+    },
+  };
 }
 
 /** States in which a node counts against maxUnavailable and maxParallelUpgrades. */

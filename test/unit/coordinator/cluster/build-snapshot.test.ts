@@ -57,7 +57,7 @@ describe('buildSnapshot', () => {
     const gpu1 = snapshot.nodes.find((n) => n.name === 'gpu-1');
     const gpu2 = snapshot.nodes.find((n) => n.name === 'gpu-2');
     expect(gpu1?.driverPods).toEqual([
-      { namespace: 'gpu-operator', name: 'driver-gpu-1', uid: 'pod-gpu-operator-driver-gpu-1', daemonSet: 'driver', revisionHash: 'old', phase: 'Running', ready: true, restartCount: 0, deleting: false },
+      { namespace: 'gpu-operator', name: 'driver-gpu-1', uid: 'pod-gpu-operator-driver-gpu-1', daemonSet: 'driver', revisionHash: 'old', phase: 'Running', ready: true, restartCount: 0, deleting: false, agentCondition: null, waiting: null },
     ]);
     expect(gpu2?.driverPods[0]).toMatchObject({ revisionHash: 'new', ready: false, restartCount: 4 });
     expect(gpu2).toMatchObject({ unschedulable: true, ready: true });
@@ -119,5 +119,28 @@ describe('buildSnapshot', () => {
     const b = second.nodes.find((n) => n.name === 'gpu-1');
     expect(b?.pods[0]).toBe(a?.pods[0]);
     expect(b?.driverPods[0]).toBe(a?.driverPods[0]);
+  });
+
+  it('reads the agent’s readiness-gate condition, counts init-container restarts and names a kubelet waiting reason', () => {
+    const failing = aDriverPod(driver, 'gpu-1', 'new', {
+      ready: false,
+      status: {
+        conditions: [
+          { type: 'Ready', status: 'False' },
+          { type: keys.driverReadyCondition, status: 'False', reason: 'CompileFailed', message: 'Failed: make exited with 2' },
+        ],
+        initContainerStatuses: [
+          { name: 'wait', image: 'i', imageID: '', ready: false, restartCount: 7, state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 5m0s' } } },
+        ],
+        containerStatuses: [{ name: 'agent', image: 'i', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'PodInitializing' } } }],
+      },
+    });
+    const caches = cachesOf({ nodes: [aNode('gpu-1')], daemonSets: [driver], revisions: [aRevision(driver, 1, 'new')], pods: [failing], pdbs: [] });
+    const pod = buildSnapshot(rollout, policy, { caches, ...empty }).nodes[0]?.driverPods[0];
+    expect(pod).toMatchObject({
+      restartCount: 7,
+      agentCondition: { status: 'False', reason: 'CompileFailed', message: 'Failed: make exited with 2' },
+      waiting: 'init container wait: CrashLoopBackOff: back-off 5m0s',
+    });
   });
 });

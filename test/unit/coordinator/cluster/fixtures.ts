@@ -32,6 +32,8 @@ export interface PodExtra {
   deleting?: boolean;
   ready?: boolean;
   restarts?: number;
+  /** Replaces the generated status fields it names (init container statuses, conditions, ...). */
+  status?: Partial<NonNullable<V1Pod['status']>>;
 }
 
 export const aPod = (namespace: string, name: string, node: string, extra: PodExtra = {}): V1Pod => ({
@@ -53,6 +55,7 @@ export const aPod = (namespace: string, name: string, node: string, extra: PodEx
     phase: 'Running',
     conditions: [{ type: 'Ready', status: extra.ready === false ? 'False' : 'True' }],
     containerStatuses: [{ name: 'c', image: 'i', imageID: '', ready: true, restartCount: extra.restarts ?? 0 }],
+    ...extra.status,
   },
 });
 

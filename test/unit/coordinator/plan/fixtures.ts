@@ -118,6 +118,8 @@ export class NodeBuilder {
       ready: true,
       restartCount: 0,
       deleting: false,
+      agentCondition: { status: 'True', reason: 'Loaded', message: 'gpu driver loaded' },
+      waiting: null,
     };
   }
 
@@ -152,6 +154,22 @@ export class NodeBuilder {
     if (this.driver !== null) {
       this.driver.ready = false;
       this.driver.restartCount = restartCount;
+      this.driver.agentCondition = { status: 'False', reason: 'Building', message: 'building the gpu driver' };
+    }
+    return this;
+  }
+  /** The agent reports a failure (`CompileFailed`, ...) on the driver pod, which is not Ready. */
+  driverFailing(reason: string, message: string): this {
+    this.driverNotReady();
+    if (this.driver !== null) this.driver.agentCondition = { status: 'False', reason, message };
+    return this;
+  }
+  /** A container or init container of the driver pod waits for a kubelet reason (`agent: ImagePullBackOff: ...`); the agent has written nothing. */
+  driverWaiting(text: string): this {
+    this.driverNotReady();
+    if (this.driver !== null) {
+      this.driver.waiting = text;
+      this.driver.agentCondition = null;
     }
     return this;
   }

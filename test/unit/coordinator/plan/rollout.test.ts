@@ -122,6 +122,12 @@ describe('whole rollouts in the simulated world', () => {
     const policy = aPolicy({ maxParallelUpgrades: 1 }, { maxFailedNodes: 2 });
     const result = run(aCluster(nodes), policy, { progress: 0.8, badDriver: true }, 200);
     expect(statesOfAll(result.final)).toEqual({ 'upgrade-failed': 2, 'upgrade-required': 6 });
+    // The agent never restarts its container: the nodes fail on its reported reason, not on restarts.
+    const failed = result.final.nodes.filter((n) => stateOf(n.labels, KEYS.upgradeState) === 'upgrade-failed');
+    for (const n of failed) {
+      expect(n.annotations[KEYS.upgradeReason]).toMatch(/failed: CompileFailed: Failed: make exited with 2$/);
+      expect(n.driverPods.every((p) => p.restartCount === 0)).toBe(true);
+    }
     const plan = planUpgrades(result.final, policy, NOW + 86_400_000);
     expect(plan.status.halted).toBe(true);
     expect(plan.reasons.filter((r) => r.code === 'halted')).toHaveLength(6);

@@ -3,6 +3,10 @@
  * only in what the planner reads: the executor's effects (with PDBs refusing evictions) and the
  * cluster's answers (terminating pods go away, the DaemonSet recreates deleted driver pods at its
  * newest revision, pods become Ready, job pods finish, the init container sets safe load).
+ *
+ * Driver pods behave like the real agent: it never exits on a build or load failure, so a bad
+ * driver never raises restartCount; it shows a failure reason on its readiness-gate condition
+ * (CompileFailed) between in-process retries (Building), and a good one turns Loaded and Ready.
  */
 import { applyActions } from '../../../../coordinator/plan/apply-actions.ts';
 import type { NodeAction, Plan } from '../../../../coordinator/plan/action.ts';
@@ -25,7 +29,7 @@ export function randomFrom(seed: number): () => number {
 export interface WorldOptions {
   /** Probability per pass that a terminating pod is gone, a new driver pod becomes Ready, a job pod finishes. */
   readonly progress: number;
-  /** Driver pods created from now on never become Ready (a bad driver). */
+  /** Driver pods created from now on never become Ready: their agent reports CompileFailed between retries (a bad driver). */
   readonly badDriver?: boolean;
   /** New driver pods' init containers ask for a safe load. */
   readonly safeLoad?: boolean;
@@ -74,6 +78,10 @@ function refusingPdb(snapshot: ClusterSnapshot, nodeName: string, uid: string): 
 
 let generation = 0;
 
+const BUILDING = { status: 'False', reason: 'Building', message: 'building the gpu driver' } as const;
+const FAILED = { status: 'False', reason: 'CompileFailed', message: 'Failed: make exited with 2' } as const;
+const LOADED = { status: 'True', reason: 'Loaded', message: 'gpu driver loaded' } as const;
+
 /** One tick of the cluster's own behaviour. */
 export function evolve(snapshot: ClusterSnapshot, random: () => number, options: WorldOptions): ClusterSnapshot {
   const newest = new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash]));
@@ -86,14 +94,19 @@ function evolveNode(node: NodeSnapshot, newest: ReadonlyMap<string, string | nul
   const driverPods = node.driverPods.flatMap((pod) => {
     if (!pod.deleting) {
       const blocked = annotations[KEYS.waitForSafeLoad] !== undefined && pod.revisionHash === newest.get(pod.daemonSet);
-      const becomesReady = !pod.ready && !blocked && !(options.badDriver ?? false) && chance();
-      return [becomesReady ? { ...pod, ready: true, phase: 'Running' as const } : pod.ready || blocked ? pod : { ...pod, restartCount: pod.restartCount + 1 }];
+      if (pod.ready || blocked) return [pod];
+      if (options.badDriver ?? false) {
+        // The agent alternates between a retry and its failure; the container never restarts.
+        const agentCondition = chance() ? FAILED : BUILDING;
+        return [{ ...pod, agentCondition }];
+      }
+      return [chance() ? { ...pod, ready: true, phase: 'Running' as const, agentCondition: LOADED } : { ...pod, agentCondition: BUILDING }];
     }
     if (!chance()) return [pod];
     // The DaemonSet (OnDelete) replaces the deleted pod at its newest revision.
     if (options.safeLoad ?? false) annotations = { ...annotations, [KEYS.waitForSafeLoad]: 'true' };
     generation++;
-    return [{ ...pod, name: `${pod.daemonSet}-${node.name}-${generation}`, uid: `driver-${generation}`, revisionHash: newest.get(pod.daemonSet) ?? null, ready: false, restartCount: 0, deleting: false }];
+    return [{ ...pod, name: `${pod.daemonSet}-${node.name}-${generation}`, uid: `driver-${generation}`, revisionHash: newest.get(pod.daemonSet) ?? null, ready: false, restartCount: 0, deleting: false, agentCondition: null }];
   });
   const pods = node.pods.flatMap((pod): PodSnapshot[] => {
     if (pod.deleting) return chance() ? [] : [pod];
