@@ -228,6 +228,9 @@ async function createDriverRollout(kc: KubeConfig): Promise<void> {
           autoUpgrade: true,
           maxParallelUpgrades: 0,
           maxUnavailable: '50%',
+          // The trainers request no GPU resource (KWOK nodes advertise none), so device-pod
+          // eviction (on by default) would find nothing and skip the drain this demo shows.
+          podDeletion: { enable: false },
           drain: { enable: true, timeoutSeconds: 120, deleteEmptyDir: true },
         },
         maxFailedNodes: 2,

@@ -65,14 +65,14 @@ export interface ClearSafeLoadAction {
   readonly key: string;
 }
 
-/** Delete a device pod (pod-deletion step); no PDB is consulted, as upstream. */
+/** Delete a pod outright (no PDB is consulted). */
 export interface DeletePodAction {
   readonly kind: 'deletePod';
   readonly node: string;
   readonly pod: PodRef;
 }
 
-/** Evict a pod through the Eviction API (drain step), which honours PodDisruptionBudgets. */
+/** Evict a pod through the Eviction API (pod deletion and drain steps), which honours PodDisruptionBudgets. */
 export interface EvictPodAction {
   readonly kind: 'evictPod';
   readonly node: string;
@@ -127,6 +127,7 @@ export type ReasonCode =
   | 'drain-blocked'
   | 'waiting-for-driver-pod'
   | 'driver-failing'
+  | 'device-in-use'
   | 'waiting-for-validation'
   | 'upgrade-failed';
 

@@ -100,13 +100,17 @@ const upgradePolicySchema = z.object({
     })
     .prefault({}),
   /**
-   * Deletion of the pods that use the device. Absent: the step is skipped and the node goes to
-   * drain-required. Present: device pods are deleted; on success drain is skipped; when they
-   * cannot be deleted (unmanaged without `force`, emptyDir without `deleteEmptyDir`, timeout) the
-   * node goes to drain-required if drain is enabled, else to upgrade-failed.
+   * Removal of the pods that use the device (the GPU Operator's gpuPodDeletion, on by default as
+   * there). They are evicted through the Eviction API, so PodDisruptionBudgets hold (upstream's
+   * drain helper evicts too); on success drain is skipped. When they cannot be removed (unmanaged
+   * without `force`, emptyDir without `deleteEmptyDir`, an eviction still refused at the timeout)
+   * the node goes to drain-required if drain is enabled, else to upgrade-failed, naming the pod
+   * and the PDB. `enable: false` skips the step (the node goes to drain-required).
    */
   podDeletion: z
     .object({
+      enable: z.boolean().default(true),
+      /** As `kubectl drain --force`: also evict pods no controller manages (they are not recreated). */
       force: z.boolean().default(false),
       /** 0 waits forever for deleted pods to go away. */
       timeoutSeconds: timeoutSeconds(300),
@@ -116,7 +120,7 @@ const upgradePolicySchema = z.object({
       /** Pods matching this selector also count as device pods (e.g. RDMA pods that request nothing). */
       podSelector: selectorString.optional(),
     })
-    .optional(),
+    .prefault({}),
   drain: z
     .object({
       enable: z.boolean().default(false),
@@ -227,6 +231,7 @@ export interface DriverRolloutPolicy {
   readonly daemonSetSelector: Selector;
   readonly autoUpgrade: boolean;
   readonly waitForCompletion: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
+  /** null: podDeletion.enable is false. */
   readonly podDeletion: {
     readonly force: boolean;
     readonly timeoutSeconds: number;
@@ -308,10 +313,10 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       podSelector: optionalSelector('spec.upgradePolicy.waitForCompletion.podSelector', up.waitForCompletion.podSelector),
       timeoutSeconds: up.waitForCompletion.timeoutSeconds,
     },
-    podDeletion: pd === undefined ? null : { force: pd.force, timeoutSeconds: pd.timeoutSeconds, deleteEmptyDir: pd.deleteEmptyDir },
+    podDeletion: pd.enable ? { force: pd.force, timeoutSeconds: pd.timeoutSeconds, deleteEmptyDir: pd.deleteEmptyDir } : null,
     devicePods: {
-      resourcePrefixes: pd?.resourcePrefixes ?? DEFAULT_DEVICE_RESOURCE_PREFIXES,
-      podSelector: optionalSelector('spec.upgradePolicy.podDeletion.podSelector', pd?.podSelector),
+      resourcePrefixes: pd.resourcePrefixes,
+      podSelector: optionalSelector('spec.upgradePolicy.podDeletion.podSelector', pd.podSelector),
     },
     drain: {
       enable: up.drain.enable,

@@ -1,11 +1,8 @@
-import type { PdbSnapshot, PodSnapshot } from '../snapshot.ts';
+import type { PodSnapshot } from '../snapshot.ts';
 import { matchesSelector } from '../../policy/label-selector.ts';
-import type { NodeAction } from '../action.ts';
 import { isNeverRemoved, isTerminal, listPods } from '../device-pods.ts';
-import { advance, fail, readTimer, timeoutText, wait, type Reason, type StateHandler, type StepContext } from '../step.ts';
-
-/** How long after a refused eviction (HTTP 429) the pod is tried again (kubectl drain waits 5 s). */
-export const EVICTION_RETRY_MS = 5_000;
+import { dueEvictions, evictionBlocks } from '../evictions.ts';
+import { advance, fail, readTimer, timeoutText, wait, type Reason, type StateHandler } from '../step.ts';
 
 /**
  * Drain through the Eviction API, so PodDisruptionBudgets hold. Never DaemonSet pods, mirror
@@ -29,26 +26,12 @@ export const handleDrain: StateHandler = (node, ctx) => {
     if (p.usesEmptyDir && !settings.deleteEmptyDir) return [`${p.namespace}/${p.name} uses emptyDir (set drain.deleteEmptyDir)`];
     return [];
   });
-  const blocks = pods.filter((p) => !p.deleting).flatMap((p) => {
-    const why = evictionBlock(p, ctx);
-    return why === null ? [] : [why];
-  });
+  const blocks = evictionBlocks(pods, ctx);
   const reason = drainReason(refusals, blocks, pods, settings.timeoutSeconds, timer.progress);
   if (timer.expired) return fail(node, ctx, `drain timed out after ${settings.timeoutSeconds}s: ${reason.detail}`);
   if (refusals.length > 0) return wait(reason, timer.actions, timer.deadline);
-
-  const evictions: NodeAction[] = [];
-  let wakeAt = timer.deadline;
-  for (const p of pods) {
-    if (p.deleting) continue;
-    const retryAt = p.evictionBlocked === undefined ? null : p.evictionBlocked.at + EVICTION_RETRY_MS;
-    if (retryAt !== null && ctx.now < retryAt) {
-      wakeAt = wakeAt === null ? retryAt : Math.min(wakeAt, retryAt);
-      continue;
-    }
-    evictions.push({ kind: 'evictPod', node: node.view.snapshot.name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } });
-  }
-  return wait(reason, [...timer.actions, ...evictions], wakeAt);
+  const due = dueEvictions(node.view.snapshot.name, pods, ctx, timer.deadline);
+  return wait(reason, [...timer.actions, ...due.actions], due.wakeAt);
 };
 
 function drainReason(refusals: readonly string[], blocks: readonly string[], pods: readonly PodSnapshot[], timeoutSeconds: number, progress: string): Reason {
@@ -63,19 +46,4 @@ function drainReason(refusals: readonly string[], blocks: readonly string[], pod
     message: `draining: waiting for ${listPods(pods)} to leave (${timeoutText(timeoutSeconds)})`,
     detail: `draining: waiting for ${listPods(pods)} to leave ${progress}`,
   };
-}
-
-/** Why evicting the pod is (or is likely) refused: a PDB with no disruption allowed, or the API's last refusal. */
-function evictionBlock(pod: PodSnapshot, ctx: StepContext): string | null {
-  const pdb = blockingPdb(pod, ctx.pdbsByNamespace.get(pod.namespace) ?? []);
-  if (pdb !== null) return `PDB ${pdb.namespace}/${pdb.name} blocks eviction of ${pod.namespace}/${pod.name}`;
-  if (pod.evictionBlocked !== undefined) return `eviction of ${pod.namespace}/${pod.name} refused: ${pod.evictionBlocked.message}`;
-  return null;
-}
-
-function blockingPdb(pod: PodSnapshot, pdbs: readonly PdbSnapshot[]): PdbSnapshot | null {
-  for (const pdb of pdbs) {
-    if (pdb.disruptionsAllowed <= 0 && pdb.selector !== null && matchesSelector(pdb.selector, pod.labels)) return pdb;
-  }
-  return null;
 }

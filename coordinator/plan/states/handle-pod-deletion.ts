@@ -1,14 +1,16 @@
 import type { DriverRolloutPolicy } from '../../policy/driver-rollout-spec.ts';
-import type { NodeAction } from '../action.ts';
 import { isNeverRemoved, listPods, usesDevice } from '../device-pods.ts';
+import { dueEvictions, evictionBlocks } from '../evictions.ts';
 import type { PodSnapshot } from '../snapshot.ts';
 import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext, type StepResult } from '../step.ts';
 
 /**
- * Delete the pods that use the device. All gone → pod-restart-required (drain is skipped). Pods
- * that may not be deleted (no controller without `force`, emptyDir without `deleteEmptyDir`) or a
- * timeout → drain-required if drain is enabled, else upgrade-failed. No podDeletion configured →
- * drain-required.
+ * Evict the pods that use the device, through the Eviction API (PodDisruptionBudgets hold, as
+ * with upstream's drain helper). All gone → pod-restart-required (drain is skipped). Pods that
+ * may not be evicted (no controller without `force`, emptyDir without `deleteEmptyDir`), or a
+ * pod still there at the timeout (e.g. its eviction refused by a PDB, named in the reason) →
+ * drain-required if drain is enabled, else upgrade-failed. podDeletion.enable false →
+ * drain-required. Refused evictions are retried every EVICTION_RETRY_MS.
  */
 export const handlePodDeletion: StateHandler = (node, ctx) => {
   const settings = ctx.policy.podDeletion;
@@ -21,23 +23,20 @@ export const handlePodDeletion: StateHandler = (node, ctx) => {
     return fallBack(node, ctx, `cannot delete device pods: ${blocked.map(([p, why]) => `${p.namespace}/${p.name} (${why ?? ''})`).join(', ')}`);
   }
   const timer = readTimer(node, ctx, ctx.policy.keys.podDeletionStartTime, settings.timeoutSeconds);
+  const blocks = evictionBlocks(devicePods, ctx);
   if (timer.expired) {
-    return fallBack(node, ctx, `device pods still present after ${settings.timeoutSeconds}s: ${listPods(devicePods)}`);
+    const why = blocks.length > 0 ? blocks.join('; ') : `still present: ${listPods(devicePods)}`;
+    return fallBack(node, ctx, `device pods not removed after ${settings.timeoutSeconds}s: ${why}`);
   }
-  const deletes: NodeAction[] = refused.map(([p]) => ({
-    kind: 'deletePod',
-    node: node.view.snapshot.name,
-    pod: { namespace: p.namespace, name: p.name, uid: p.uid },
-  }));
-  return wait(
-    {
-      code: 'waiting-for-pod-deletion',
-      message: `waiting for device pods to terminate: ${listPods(devicePods)} (${timeoutText(settings.timeoutSeconds)})`,
-      detail: `waiting for device pods to terminate: ${listPods(devicePods)} ${timer.progress}`,
-    },
-    [...timer.actions, ...deletes],
-    timer.deadline,
-  );
+  const due = dueEvictions(node.view.snapshot.name, devicePods, ctx, timer.deadline);
+  const reason = blocks.length > 0
+    ? { code: 'eviction-blocked' as const, message: `evicting device pods: ${blocks.join('; ')}`, detail: `evicting device pods: ${blocks.join('; ')} ${timer.progress}` }
+    : {
+        code: 'waiting-for-pod-deletion' as const,
+        message: `waiting for device pods to terminate: ${listPods(devicePods)} (${timeoutText(settings.timeoutSeconds)})`,
+        detail: `waiting for device pods to terminate: ${listPods(devicePods)} ${timer.progress}`,
+      };
+  return wait(reason, [...timer.actions, ...due.actions], due.wakeAt);
 };
 
 function deletionRefusal(pod: PodSnapshot, settings: NonNullable<DriverRolloutPolicy['podDeletion']>): string | null {

@@ -1,5 +1,5 @@
 import type { NodeAction } from '../action.ts';
-import { listPods } from '../device-pods.ts';
+import { listPods, usesDevice } from '../device-pods.ts';
 import { driverFailure, type DriverFailure } from '../driver-failure.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
@@ -10,7 +10,8 @@ export const MAX_DRIVER_RESTARTS = 10;
 
 /**
  * Restart the driver: delete the out-of-date driver pod (its DaemonSet uses OnDelete and
- * recreates it at the new revision). Safe load: once the pod is current, remove the
+ * recreates it at the new revision). Never while a pod that uses the device (device resource or
+ * podDeletion.podSelector) is still on the node, terminating or not: the node waits, naming it. Safe load: once the pod is current, remove the
  * wait-for-safe-load annotation instead, which lets its init container finish and the driver
  * load. When the current pod is Ready → validation-required (if configured) or
  * uncordon-required. upgrade-failed, whichever comes first:
@@ -26,6 +27,14 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
   const keys = ctx.policy.keys;
   const driver = node.driver;
   const timer = readTimer(node, ctx, keys.podRestartStartTime, ctx.policy.podRestart.timeoutSeconds);
+  const restarting = driver.outOfDate.length > 0 || isWaitingForSafeLoad(node.view.annotations, keys);
+  const users = restarting ? node.view.snapshot.pods.filter((p) => usesDevice(p, ctx.policy.devicePods)) : [];
+  if (users.length > 0) {
+    // Never under a running pod that uses the device: it would lose the device mid-flight.
+    const text = `driver restart held: ${listPods(users)} still ${users.length === 1 ? 'uses' : 'use'} the device`;
+    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${text}`);
+    return wait({ code: 'device-in-use', message: text, detail: `${text} ${timer.progress}` }, timer.actions, timer.deadline);
+  }
   if (driver.outOfDate.length > 0) {
     if (timer.expired) return fail(node, ctx, `${expired(ctx)}: out-of-date driver pod ${listPods(driver.outOfDate)} still terminating`);
     const deletes: NodeAction[] = driver.outOfDate.map((p) => ({

@@ -42,7 +42,7 @@ describe('timeouts and failures, each with real objects', () => {
       namespace: world.ns.name,
       body: { metadata: { name: 'guard' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } } },
     });
-    await world.createRollout({ upgradePolicy: { drain: { enable: true, force: true, timeoutSeconds: 3 } } });
+    await world.createRollout({ upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 3 } } });
     await world.startCoordinator();
     await world.waitForStates({ [node]: 'upgrade-done' });
     await world.bumpDriver('driver:v2');
@@ -66,7 +66,7 @@ describe('timeouts and failures, each with real objects', () => {
     const node = await oneNodeWorld('jobs');
     await world.createPod(node, 'training', { labels: { job: 'training' } });
     await world.createRollout({
-      upgradePolicy: { waitForCompletion: { podSelector: 'job=training', timeoutSeconds: 3 }, drain: { enable: true, force: true, timeoutSeconds: 30 } },
+      upgradePolicy: { waitForCompletion: { podSelector: 'job=training', timeoutSeconds: 3 }, podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 30 } },
     });
     await world.startCoordinator();
     await world.waitForStates({ [node]: 'upgrade-done' });
@@ -107,7 +107,7 @@ describe('timeouts and failures, each with real objects', () => {
 
   it('safe load: cordons and drains before clearing the init container’s annotation, uncordons once the driver is Ready', async () => {
     const node = await oneNodeWorld('safe');
-    await world.createRollout({ upgradePolicy: { drain: { enable: true, force: true, timeoutSeconds: 30 } } });
+    await world.createRollout({ upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 30 } } });
     await world.startCoordinator();
     await world.waitForStates({ [node]: 'upgrade-done' });
     const driverUid = (await world.driverPods())[0]?.metadata?.uid;

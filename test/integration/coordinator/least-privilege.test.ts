@@ -81,7 +81,7 @@ describe('the coordinator with only the permissions of manifests/coordinator.yam
   it('upgrades a node (Lease, node patches, eviction, driver pod restart, Events, status)', async () => {
     const node = world.nodeNames[0] ?? '';
     await world.createPod(node, 'workload');
-    await world.createRollout({ upgradePolicy: { drain: { enable: true, force: true, timeoutSeconds: 30 } } });
+    await world.createRollout({ upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 30 } } });
     const config = { ...world.coordinatorConfig(), leaseName: 'driver-rollout-coordinator' };
     const handle = await runCoordinator(config, { kc: saConfig, logger: createLogger('coordinator', 'warn'), plan: planUpgrades }, stop.signal);
     await world.waitForStates({ [node]: 'upgrade-done' });

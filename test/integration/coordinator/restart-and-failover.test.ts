@@ -50,7 +50,7 @@ describe('the coordinator process', () => {
         body: { metadata: { name: `guard-${i}` }, spec: { minAvailable: 1, selector: { matchLabels: { guard: String(i) } } } },
       });
     }
-    await world.createRollout({ upgradePolicy: { maxUnavailable: 1, drain: { enable: true, force: true, timeoutSeconds: 120 } } });
+    await world.createRollout({ upgradePolicy: { maxUnavailable: 1, podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 120 } } });
     const first = start('first');
     await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));
     const watch = await world.watchNodes((nodes) => (outOfService(nodes) > 1 ? `${outOfService(nodes)} nodes out of service` : undefined));
@@ -84,7 +84,7 @@ describe('the coordinator process', () => {
     world = new RolloutWorld(kc, 'ha');
     await world.setUp([{}, {}]);
     await world.createDriver('driver:v1');
-    await world.createRollout({ upgradePolicy: { maxUnavailable: 1, drain: { enable: true, force: true, timeoutSeconds: 30 } } });
+    await world.createRollout({ upgradePolicy: { maxUnavailable: 1, podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 30 } } });
     const replicas = [start('replica-a'), start('replica-b')];
     const leader = await waitUntil('a leader', () => leaseHolder(kc, world.ns.name), { timeoutMs: 30_000 });
     await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));

@@ -18,6 +18,7 @@ beforeAll(async () => {
     upgradePolicy: {
       maxParallelUpgrades: 0,
       maxUnavailable: 1,
+      podDeletion: { enable: false },
       drain: { enable: true, force: true, timeoutSeconds: 30 },
     },
     pools: [

@@ -58,7 +58,7 @@ describe('state transitions with real objects', () => {
   it('leaves skipped nodes alone, never uncordons an admin-cordoned node, and honours the upgrade-requested annotation', async () => {
     const [plain, cordoned, skipped] = await newWorld('rules', [{}, { unschedulable: true }, {}]);
     await world.core.patchNode({ name: skipped ?? '', body: { metadata: { labels: { [world.keys.upgradeSkip]: 'true' } } } }, MERGE_PATCH);
-    await world.createRollout({ upgradePolicy: { maxParallelUpgrades: 0, maxUnavailable: '100%', drain: { enable: true, force: true } } });
+    await world.createRollout({ upgradePolicy: { maxParallelUpgrades: 0, maxUnavailable: '100%', podDeletion: { enable: false }, drain: { enable: true, force: true } } });
     await world.startCoordinator();
     await world.waitForStates({ [plain ?? '']: 'upgrade-done', [cordoned ?? '']: 'upgrade-done' });
     await world.bumpDriver('driver:v2');
@@ -98,7 +98,7 @@ describe('state transitions with real objects', () => {
   it('pauses with autoUpgrade false and resumes when it is set back', async () => {
     const [n] = await newWorld('pause', [{}]);
     const name = n ?? '';
-    await world.createRollout({ upgradePolicy: { autoUpgrade: false, drain: { enable: true, force: true } } });
+    await world.createRollout({ upgradePolicy: { autoUpgrade: false, podDeletion: { enable: false }, drain: { enable: true, force: true } } });
     await world.startCoordinator();
     await world.bumpDriver('driver:v2');
     await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -126,7 +126,7 @@ describe('state transitions with real objects', () => {
       namespace: world.ns.name,
       body: { metadata: { name: 'guard' }, spec: { minAvailable: 2, selector: { matchLabels: { guard: 'yes' } } } },
     });
-    await world.createRollout({ maxFailedNodes: 1, upgradePolicy: { maxParallelUpgrades: 1, drain: { enable: true, force: true, timeoutSeconds: 2 } } });
+    await world.createRollout({ maxFailedNodes: 1, upgradePolicy: { maxParallelUpgrades: 1, podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 2 } } });
     await world.startCoordinator();
     await world.waitForStates({ [a ?? '']: 'upgrade-done', [b ?? '']: 'upgrade-done' });
     await world.bumpDriver('driver:v2');

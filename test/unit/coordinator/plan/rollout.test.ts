@@ -108,7 +108,7 @@ describe('whole rollouts in the simulated world', () => {
       aNode('free-1').inState('upgrade-done').outdated().with(aPod('web-1')),
       aNode('free-2').inState('upgrade-done').outdated().with(aPod('web-2')),
     ];
-    const policy = aPolicy({ maxParallelUpgrades: 1, drain: { enable: true, timeoutSeconds: 300 } });
+    const policy = aPolicy({ maxParallelUpgrades: 1, podDeletion: { enable: false }, drain: { enable: true, timeoutSeconds: 300 } });
     const result = run(aCluster(nodes, [aPdb('work', 'db-pdb', 'app=db', 0)]), policy, { progress: 0.7 });
     const blocked = result.final.nodes.find((n) => n.name === 'blocked');
     expect(stateOf(blocked?.labels ?? {}, KEYS.upgradeState)).toBe('upgrade-failed');

@@ -44,6 +44,7 @@ interface Case {
 const OFED = driverKeys('ofed');
 const JOBS = { waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 600 } } as const;
 const DELETION = { podDeletion: {} } as const;
+const NO_DELETION = { podDeletion: { enable: false } } as const;
 const DRAIN = { drain: { enable: true, timeoutSeconds: 300 } } as const;
 const VALIDATION = { validation: { podSelector: 'app=nvidia-operator-validator', timeoutSeconds: 600 } } as const;
 const gpuPod = (name: string) => aPod(name).requesting('nvidia.com/gpu');
@@ -93,7 +94,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'an admin-cordoned node gets the initial-state annotation and no cordon',
       node: aNode('n1').inState('upgrade-required').outdated().cordoned(),
-      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.initialStateUnschedulable]: 'true' },
     },
@@ -149,7 +150,7 @@ const cases: Record<string, readonly Case[]> = {
         .cordoned()
         .annotated({ [KEYS.upgradeStartTime]: secondsAgo(3600) }),
       policy: DRAIN,
-      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
       annotations: {},
     },
@@ -165,7 +166,7 @@ const cases: Record<string, readonly Case[]> = {
       name: 'already cordoned → moves on in the same pass',
       node: aNode('n1').inState('cordon-required').outdated().cordoned().with(gpuPod('train')),
       policy: DELETION,
-      effects: ['state:wait-for-jobs-required', 'state:pod-deletion-required', 'deletePod:work/train'],
+      effects: ['state:wait-for-jobs-required', 'state:pod-deletion-required', 'evictPod:work/train'],
       reason: 'waiting-for-pod-deletion',
     },
   ],
@@ -173,7 +174,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'no podSelector → pod-deletion-required',
       node: aNode('n1').inState('wait-for-jobs-required').outdated().cordoned().with(aPod('job').labelled({ app: 'train' })),
-      effects: ['state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
     },
     {
@@ -213,7 +214,7 @@ const cases: Record<string, readonly Case[]> = {
         .annotated({ [KEYS.waitForPodCompletionStartTime]: secondsAgo(30) })
         .with(aPod('a').labelled({ app: 'train' }).inPhase('Succeeded')),
       policy: JOBS,
-      effects: ['state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.waitForPodCompletionStartTime]: null },
     },
@@ -246,21 +247,21 @@ const cases: Record<string, readonly Case[]> = {
   ],
   'pod-deletion-required': [
     {
-      name: 'no podDeletion configured → drain-required',
+      name: 'podDeletion.enable false → drain-required',
       node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('train')),
-      policy: DRAIN,
+      policy: { ...DRAIN, ...NO_DELETION },
       effects: ['state:drain-required', 'evictPod:work/train'],
       reason: 'waiting-for-eviction',
     },
     {
-      name: 'deletes pods using the device (gpu and mig resources), not others, not DaemonSet pods',
+      name: 'evicts pods using the device (gpu and mig resources), not others, not DaemonSet pods',
       node: aNode('n1')
         .inState('pod-deletion-required')
         .outdated()
         .cordoned()
         .with(gpuPod('a'), aPod('b').requesting('cpu', 'nvidia.com/mig-1g.5gb'), aPod('web').requesting('cpu'), gpuPod('dcgm').ownedBy('DaemonSet'), gpuPod('gone').terminating()),
       policy: DELETION,
-      effects: ['deletePod:work/a', 'deletePod:work/b'],
+      effects: ['evictPod:work/a', 'evictPod:work/b'],
       reason: 'waiting-for-pod-deletion',
       annotations: { [KEYS.podDeletionStartTime]: secondsAgo(0) },
     },
@@ -268,7 +269,7 @@ const cases: Record<string, readonly Case[]> = {
       name: 'podSelector adds device pods that request nothing',
       node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(aPod('rdma').labelled({ net: 'rdma' })),
       policy: { podDeletion: { podSelector: 'net=rdma' } },
-      effects: ['deletePod:work/rdma'],
+      effects: ['evictPod:work/rdma'],
       reason: 'waiting-for-pod-deletion',
     },
     {
@@ -294,10 +295,35 @@ const cases: Record<string, readonly Case[]> = {
       detail: /cannot delete device pods: work\/bare \(not managed by a controller; set podDeletion.force\); drain is not enabled/,
     },
     {
-      name: 'force deletes unmanaged pods',
+      name: 'a PDB refuses the eviction → waits naming the PDB, retried 5 s after the refusal',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().annotated({ [KEYS.podDeletionStartTime]: secondsAgo(10) }).with(gpuPod('train').labelled({ app: 'train' }).evictionRefused(NOW - 2_000)),
+      pdbs: [aPdb('work', 'train-pdb', 'app=train', 0)],
+      effects: [],
+      reason: 'eviction-blocked',
+      detail: /^evicting device pods: PDB work\/train-pdb blocks eviction of work\/train \(10s of 300s\)$/,
+      wakeAt: NOW + 3_000,
+    },
+    {
+      name: 'eviction still refused at the timeout, drain enabled → drain-required, the warning names the PDB',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().annotated({ [KEYS.podDeletionStartTime]: secondsAgo(300) }).with(gpuPod('train').labelled({ app: 'train' })),
+      pdbs: [aPdb('work', 'train-pdb', 'app=train', 0)],
+      policy: DRAIN,
+      effects: ['state:drain-required', 'evictPod:work/train'],
+      reason: 'eviction-blocked',
+    },
+    {
+      name: 'eviction still refused at the timeout, drain disabled → upgrade-failed naming the PDB',
+      node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().annotated({ [KEYS.podDeletionStartTime]: secondsAgo(300) }).with(gpuPod('train').labelled({ app: 'train' })),
+      pdbs: [aPdb('work', 'train-pdb', 'app=train', 0)],
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+      detail: /^device pods not removed after 300s: PDB work\/train-pdb blocks eviction of work\/train; drain is not enabled/,
+    },
+    {
+      name: 'force evicts unmanaged pods (kubectl drain --force)',
       node: aNode('n1').inState('pod-deletion-required').outdated().cordoned().with(gpuPod('bare').ownedBy(null)),
       policy: { podDeletion: { force: true } },
-      effects: ['deletePod:work/bare'],
+      effects: ['evictPod:work/bare'],
       reason: 'waiting-for-pod-deletion',
     },
     {
@@ -479,6 +505,27 @@ const cases: Record<string, readonly Case[]> = {
       reason: 'waiting-for-driver-pod',
     },
     {
+      name: 'a pod still using the device → the driver restart is held, naming the pod',
+      node: aNode('n1').inState('pod-restart-required').outdated().cordoned().with(gpuPod('train')),
+      effects: [],
+      reason: 'device-in-use',
+      detail: /^driver restart held: work\/train still uses the device \(0s of 900s\)$/,
+    },
+    {
+      name: 'a device pod still terminating also holds the restart; a safe load is not released under it either',
+      node: aNode('n1').inState('pod-restart-required').waitingForSafeLoad().driverNotReady().cordoned().with(gpuPod('leaving').terminating()),
+      effects: [],
+      reason: 'device-in-use',
+      annotations: { [KEYS.waitForSafeLoad]: undefined },
+    },
+    {
+      name: 'a device pod still there at podRestart.timeoutSeconds → upgrade-failed naming it',
+      node: aNode('n1').inState('pod-restart-required').outdated().cordoned().annotated({ [KEYS.podRestartStartTime]: secondsAgo(900) }).with(aPod('static').mirror().requesting('nvidia.com/gpu')),
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+      detail: /driver restart held: work\/static still uses the device/,
+    },
+    {
       name: 'the restart’s start time is recorded when the state begins, with a wake-up at podRestart.timeoutSeconds',
       node: aNode('n1').inState('pod-restart-required').outdated().cordoned(),
       effects: ['deleteDriverPod:gpu-operator/gpu-driver-n1'],
@@ -627,7 +674,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'starting on a node ofed cordoned for its upgrade: not an admin cordon',
       node: aNode('n1').inState('upgrade-required').outdated().cordoned().labelled({ [OFED.upgradeState]: 'drain-required' }),
-      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.initialStateUnschedulable]: undefined },
     },
@@ -639,7 +686,7 @@ const cases: Record<string, readonly Case[]> = {
         .cordoned()
         .labelled({ [OFED.upgradeState]: 'drain-required' })
         .annotated({ [OFED.initialStateUnschedulable]: 'true' }),
-      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.initialStateUnschedulable]: 'true' },
     },
@@ -690,7 +737,7 @@ const cases: Record<string, readonly Case[]> = {
         .cordoned()
         .annotated({ [KEYS.upgradeStartTime]: secondsAgo(3600), [KEYS.drainStartTime]: secondsAgo(3000), [KEYS.validationStartTime]: secondsAgo(3000) })
         .with(aPod('web')),
-      policy: DRAIN,
+      policy: { ...DRAIN, ...NO_DELETION },
       effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'evictPod:work/web'],
       reason: 'waiting-for-eviction',
       annotations: { [KEYS.drainStartTime]: secondsAgo(0), [KEYS.validationStartTime]: null },
@@ -698,7 +745,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'upgrade-requested annotation → retried',
       node: aNode('n1').inState('upgrade-failed').cordoned().outdated().annotated({ [KEYS.upgradeRequested]: 'true', [KEYS.upgradeStartTime]: secondsAgo(900) }),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:drain-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      effects: ['state:upgrade-required', 'state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
     },
   ],

@@ -40,11 +40,15 @@ describe('parseDriverRolloutSpec', () => {
     expect(p.autoUpgrade).toBe(true);
     expect(p.defaultPool).toEqual({ name: 'default', nodeSelector: null, maxUnavailable: { kind: 'percent', value: 25 }, maxParallelUpgrades: 1 });
     expect(p.waitForCompletion).toEqual({ podSelector: null, timeoutSeconds: 0 });
-    expect(p.podDeletion).toBeNull();
+    // On by default, as the GPU Operator's gpuPodDeletion: a driver is never restarted under a GPU pod.
+    expect(p.podDeletion).toEqual({ force: false, timeoutSeconds: 300, deleteEmptyDir: false });
+    expect(p.podRestart).toEqual({ timeoutSeconds: 900, failAfterSeconds: 120 });
     expect(p.devicePods).toEqual({ resourcePrefixes: DEFAULT_DEVICE_RESOURCE_PREFIXES, podSelector: null });
     expect(p.drain).toMatchObject({ enable: false, force: false, timeoutSeconds: 300, deleteEmptyDir: false });
     expect(p.drain.podSelector.requirements).toEqual([]);
     expect(p.validation).toEqual({ podSelector: null, timeoutSeconds: 600 });
+    const off = parseDriverRolloutSpec({ driverName: 'gpu', selector: { matchLabels: { app: 'd' } }, upgradePolicy: { podDeletion: { enable: false } } });
+    expect(off.ok && off.policy.podDeletion).toBeNull();
     expect(p.maxFailedNodes).toBeNull();
     expect(p.priorityLabel).toBeNull();
     expect(p.pools).toEqual([]);
