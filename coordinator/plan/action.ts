@@ -113,6 +113,7 @@ export interface NodePlan {
 
 export type ReasonCode =
   | 'paused'
+  | 'stopped'
   | 'halted'
   | 'skipped'
   | 'pool-conflict'
@@ -146,7 +147,7 @@ export interface NodeReason {
   readonly detail: string;
 }
 
-export type ConditionType = 'Progressing' | 'Complete' | 'Paused' | 'Halted' | 'InvalidSpec';
+export type ConditionType = 'Progressing' | 'Complete' | 'Paused' | 'Stopped' | 'Halted' | 'InvalidSpec';
 
 /** lastTransitionTime and observedGeneration are added by the status writer, which knows the previous status. */
 export interface RolloutCondition {
@@ -193,6 +194,8 @@ export interface RolloutStatus {
   /** "done/total", for the printer column. */
   readonly progress: string;
   readonly paused: boolean;
+  /** upgradePolicy.stop: no node moves. */
+  readonly stopped: boolean;
   readonly halted: boolean;
   readonly nodes: NodeCounts;
   /** Nodes per state label value. */

@@ -91,7 +91,9 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (runNode(record, ctx) === 'candidate') candidates.push(record);
   }
 
-  const failedNodes = records.filter((r) => r.node.view.state === 'upgrade-failed').length;
+  // A failed node being retried still counts until it is done: retries do not free the budget.
+  const failedKey = policy.keys.failedRevision;
+  const failedNodes = records.filter((r) => r.node.view.state === 'upgrade-failed' || r.node.view.annotations[failedKey] !== undefined).length;
   const startCtx: StartContext = {
     ...ctx,
     failedNodes,
@@ -193,7 +195,7 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
 function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'candidate' | 'settled' {
   let next = first;
   for (let step = 0; step < MAX_STEPS_PER_PASS; step++) {
-    const result = next ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
+    const result = next ?? stopped(record.node, ctx) ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
     next = undefined;
     if (result.kind !== 'advance') addActions(record, result.actions);
     switch (result.kind) {
@@ -211,6 +213,27 @@ function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'can
     }
   }
   return 'settled';
+}
+
+const STOPPED_TEXT = 'stopped: upgradePolicy.stop is true (clear it to resume here)';
+
+/**
+ * Emergency stop: a node that has an upgrade to do or under way stays in its state and nothing
+ * is done to it; its step timer is dropped so that, on resume, the step's timeout counts afresh.
+ * A failed node keeps its failure as the reason. Unknown and upgrade-done nodes are still
+ * labelled (no action on the node's workloads), so the status stays true.
+ */
+function stopped(node: NodeContext, ctx: StepContext): StepResult | null {
+  const state = node.view.state;
+  if (!ctx.policy.stop || state === 'unknown' || state === 'upgrade-done') return null;
+  if (state === 'upgrade-failed') {
+    const message = node.view.annotations[ctx.policy.keys.upgradeReason] ?? 'upgrade failed';
+    return { kind: 'wait', actions: [], reason: { code: 'upgrade-failed', message, detail: `${message} (${STOPPED_TEXT})` }, wakeAt: null };
+  }
+  const drops: NodeAction[] = timerKeysOf(state, ctx.policy.keys)
+    .filter((key) => node.view.annotations[key] !== undefined)
+    .map((key) => ({ kind: 'removeAnnotation', node: node.view.snapshot.name, key }));
+  return { kind: 'wait', actions: drops, reason: { code: 'stopped', message: STOPPED_TEXT, detail: STOPPED_TEXT }, wakeAt: null };
 }
 
 function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'advance' }>, ctx: StepContext): void {

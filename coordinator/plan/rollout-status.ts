@@ -9,7 +9,7 @@ import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
 
 /** Reasons that hold many nodes at once and say little about any one of them: listed last. */
-const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'halted', 'skipped']);
+const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped']);
 
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
@@ -58,25 +58,30 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const pending = states['upgrade-required'];
   const inProgress = records.filter((r) => isInProgress(r.node.view.state)).length;
   const paused = !policy.autoUpgrade;
-  const available = paused || halted ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
+  const stopped = policy.stop;
+  const available = paused || halted || stopped ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
   const failedNames = records.filter((r) => r.node.view.state === 'upgrade-failed').map((r) => r.node.view.snapshot.name).sort();
   return {
     observedGeneration: snapshot.rollout.generation,
     driverName: policy.driverName,
     progress: `${done}/${total}`,
     paused,
+    stopped,
     halted,
     nodes: { total, done, failed, inProgress, pending, available },
     states,
     pools,
     conditions: [
-      progressingCondition({ inProgress, pending, paused, halted }),
+      progressingCondition({ inProgress, pending, paused, halted, stopped }),
       total > 0 && done === total
         ? { type: 'Complete', status: 'True', reason: 'AllNodesUpgraded', message: `${done}/${total} nodes upgrade-done` }
         : { type: 'Complete', status: 'False', reason: 'NodesRemaining', message: `${done}/${total} nodes upgrade-done` },
       paused
         ? { type: 'Paused', status: 'True', reason: 'AutoUpgradeDisabled', message: 'upgradePolicy.autoUpgrade is false: no node starts an upgrade' }
         : { type: 'Paused', status: 'False', reason: 'AutoUpgradeEnabled', message: 'upgradePolicy.autoUpgrade is true' },
+      stopped
+        ? { type: 'Stopped', status: 'True', reason: 'EmergencyStop', message: `upgradePolicy.stop is true: ${inProgress} started nodes frozen in their state, nothing is evicted or restarted` }
+        : { type: 'Stopped', status: 'False', reason: 'Running', message: 'upgradePolicy.stop is false' },
       halted
         ? {
             type: 'Halted',
@@ -105,7 +110,8 @@ function firstWaiting(records: readonly NodeRecord[]): RolloutStatus['waiting'] 
     .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.message ?? '' }));
 }
 
-function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean }): RolloutCondition {
+function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean; stopped: boolean }): RolloutCondition {
+  if (s.stopped && s.inProgress + s.pending > 0) return { type: 'Progressing', status: 'False', reason: 'Stopped', message: `${s.inProgress} nodes frozen, ${s.pending} waiting; stopped` };
   if (s.inProgress > 0) return { type: 'Progressing', status: 'True', reason: 'NodesUpgrading', message: `${s.inProgress} nodes upgrading, ${s.pending} waiting` };
   if (s.pending > 0 && s.paused) return { type: 'Progressing', status: 'False', reason: 'Paused', message: `${s.pending} nodes waiting; paused` };
   if (s.pending > 0 && s.halted) return { type: 'Progressing', status: 'False', reason: 'Halted', message: `${s.pending} nodes waiting; halted` };

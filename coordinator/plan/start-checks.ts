@@ -28,12 +28,13 @@ export const isInTwoPools: StartCheck = (node) =>
 
 export const hasNoDriverPod: StartCheck = (node) => (node.driver.pods.length === 0 ? same('no-driver-pod', 'no driver pod on the node') : null);
 
-export const isHalted: StartCheck = (_node, ctx) =>
-  ctx.halted
+/** The failure budget stops new starts; a failed node being retried is already counted and may start. */
+export const isHalted: StartCheck = (node, ctx) =>
+  ctx.halted && node.view.annotations[ctx.policy.keys.failedRevision] === undefined
     ? {
         code: 'halted',
         message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
-        detail: `halted: ${ctx.failedNodes} nodes in upgrade-failed (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
       }
     : null;
 

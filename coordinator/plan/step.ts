@@ -61,10 +61,26 @@ export function wait(reason: Reason, actions: readonly NodeAction[] = [], wakeAt
   return { kind: 'wait', actions, reason, wakeAt };
 }
 
-/** Advance to upgrade-failed, recording why in the node's reason annotation. */
+/**
+ * Advance to upgrade-failed, recording why in the node's reason annotation and the driver
+ * revision it failed at (a newer revision retries the node, see handle-upgrade-failed.ts).
+ */
 export function fail(node: NodeContext, ctx: StepContext, why: string, actions: readonly NodeAction[] = []): StepResult {
-  const record: NodeAction = { kind: 'setAnnotation', node: node.view.snapshot.name, key: ctx.policy.keys.upgradeReason, value: why };
-  return advance('upgrade-failed', true, [...actions, record], why);
+  const name = node.view.snapshot.name;
+  const records: NodeAction[] = [{ kind: 'setAnnotation', node: name, key: ctx.policy.keys.upgradeReason, value: why }];
+  const revision = driverRevisionOf(node, ctx);
+  if (revision !== '') records.push({ kind: 'setAnnotation', node: name, key: ctx.policy.keys.failedRevision, value: revision });
+  return advance('upgrade-failed', true, [...actions, ...records], why);
+}
+
+/** The newest revision of each driver DaemonSet with a pod on the node (`<daemonset>=<hash>`, sorted, comma-separated); '' when none is known. */
+export function driverRevisionOf(node: NodeContext, ctx: StepContext): string {
+  const daemonSets = [...new Set(node.view.snapshot.driverPods.map((p) => p.daemonSet))].sort();
+  const known = daemonSets.flatMap((ds) => {
+    const hash = ctx.revisions.get(ds) ?? null;
+    return hash === null ? [] : [`${ds}=${hash}`];
+  });
+  return known.length === daemonSets.length ? known.join(',') : '';
 }
 
 export interface Timer {

@@ -87,6 +87,13 @@ const poolSchema = z.object({
 const upgradePolicySchema = z.object({
   /** false pauses the rollout: no node starts an upgrade; nodes already started finish. */
   autoUpgrade: z.boolean().default(true),
+  /**
+   * Emergency stop (ours): true freezes every node where it is, started ones included: no
+   * cordon, eviction, pod deletion, driver restart or uncordon; each waits with the reason
+   * "stopped" and its step timer is dropped. false again resumes each node where it stopped,
+   * its step's timeout counted afresh. Pause (autoUpgrade false) only keeps nodes from starting.
+   */
+  stop: z.boolean().default(false),
   /** Nodes upgrading at once per pool; 0 = unlimited. */
   maxParallelUpgrades: z.int().min(0).default(1),
   /** Per pool: int, or percent of the pool's managed nodes rounded up. Cordoned or NotReady nodes count. */
@@ -230,6 +237,8 @@ export interface DriverRolloutPolicy {
   readonly eventReason: string;
   readonly daemonSetSelector: Selector;
   readonly autoUpgrade: boolean;
+  /** Emergency stop: no node moves or is acted on. */
+  readonly stop: boolean;
   readonly waitForCompletion: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   /** null: podDeletion.enable is false. */
   readonly podDeletion: {
@@ -309,6 +318,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     eventReason: `${spec.driverName.toUpperCase()}DriverUpgrade`,
     daemonSetSelector,
     autoUpgrade: up.autoUpgrade,
+    stop: up.stop,
     waitForCompletion: {
       podSelector: optionalSelector('spec.upgradePolicy.waitForCompletion.podSelector', up.waitForCompletion.podSelector),
       timeoutSeconds: up.waitForCompletion.timeoutSeconds,

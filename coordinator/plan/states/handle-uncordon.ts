@@ -18,7 +18,7 @@ export const handleUncordon: StateHandler = (node, ctx) => {
   const cordonedByAdmin = node.view.annotations[keys.initialStateUnschedulable] !== undefined;
   const heldByOthers = otherDriverHolds(node.view.labels, node.view.annotations, keys);
   const before: NodeAction[] = !cordonedByAdmin && heldByOthers.length === 0 && node.view.unschedulable ? [{ kind: 'uncordon', node: name }] : [];
-  const after: NodeAction[] = [...cycleAnnotationKeys(keys), keys.initialStateUnschedulable]
+  const after: NodeAction[] = [...cycleAnnotationKeys(keys), keys.failedRevision, keys.initialStateUnschedulable]
     .filter((key) => node.view.annotations[key] !== undefined)
     .map((key) => ({ kind: 'removeAnnotation', node: name, key }));
   const note = heldByOthers.length > 0 && !cordonedByAdmin && node.view.unschedulable

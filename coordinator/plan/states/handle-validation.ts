@@ -1,5 +1,7 @@
 import { matchesSelector } from '../../policy/label-selector.ts';
+import type { NodeAction } from '../action.ts';
 import { isTerminal, listPods } from '../device-pods.ts';
+import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
 import type { PodSnapshot } from '../snapshot.ts';
 import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext } from '../step.ts';
 
@@ -19,18 +21,24 @@ export function checkValidators(node: NodeContext, ctx: StepContext): { passed: 
  */
 export const handleValidation: StateHandler = (node, ctx) => {
   const { podSelector, timeoutSeconds } = ctx.policy.validation;
+  const keys = ctx.policy.keys;
+  // A driver pod restarted during validation (its init container re-set the safe-load
+  // annotation and blocks): let it load, as upstream's ProcessValidationRequiredNodes does.
+  const unblock: NodeAction[] = isWaitingForSafeLoad(node.view.annotations, keys)
+    ? [{ kind: 'clearSafeLoad', node: node.view.snapshot.name, key: keys.waitForSafeLoad }]
+    : [];
   const { passed, validators, notReady } = checkValidators(node, ctx);
-  if (passed || podSelector === null) return advance('uncordon-required', true);
-  const timer = readTimer(node, ctx, ctx.policy.keys.validationStartTime, timeoutSeconds);
+  if (passed || podSelector === null) return advance('uncordon-required', true, unblock);
+  const timer = readTimer(node, ctx, keys.validationStartTime, timeoutSeconds);
   const missing = validators.length === 0 ? `no validator pod (${podSelector.text}) on the node` : `validator pods not Ready: ${listPods(notReady)}`;
-  if (timer.expired) return fail(node, ctx, `validation timed out after ${timeoutSeconds}s: ${missing}`);
+  if (timer.expired) return fail(node, ctx, `validation timed out after ${timeoutSeconds}s: ${missing}`, unblock);
   return wait(
     {
       code: 'waiting-for-validation',
       message: `${missing} (${timeoutText(timeoutSeconds)})`,
       detail: `${missing} ${timer.progress}`,
     },
-    timer.actions,
+    [...unblock, ...timer.actions],
     timer.deadline,
   );
 };

@@ -189,6 +189,7 @@ describe('reasons and status', () => {
       ['Progressing', 'True'],
       ['Complete', 'False'],
       ['Paused', 'True'],
+      ['Stopped', 'False'],
       ['Halted', 'False'],
       ['InvalidSpec', 'False'],
     ]);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ReasonCode } from '../../../../coordinator/plan/action.ts';
 import type { PdbSnapshot } from '../../../../coordinator/plan/snapshot.ts';
+import type { DriverRolloutSpecInput } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
 import {
   KEYS,
@@ -39,6 +40,10 @@ interface Case {
   /** Annotation writes on n1 (a subset; null = removed). */
   readonly annotations?: Readonly<Record<string, string | null | undefined>>;
   readonly wakeAt?: number | null;
+  /** Other spec fields (maxFailedNodes, ...). */
+  readonly rest?: Partial<DriverRolloutSpecInput>;
+  /** Reasons of other nodes after the pass. */
+  readonly otherReasons?: Readonly<Record<string, ReasonCode>>;
 }
 
 const OFED = driverKeys('ofed');
@@ -419,7 +424,8 @@ const cases: Record<string, readonly Case[]> = {
       effects: ['state:upgrade-failed'],
       reason: 'upgrade-failed',
       detail: /^drain timed out after 300s: PDB work\/db-pdb blocks eviction of work\/db-0/,
-      annotations: { [KEYS.drainStartTime]: null },
+      // The revision it failed at: a newer one retries the node by itself.
+      annotations: { [KEYS.drainStartTime]: null, [KEYS.failedRevision]: 'gpu-driver=rev-new' },
     },
     {
       name: 'a pod no controller manages, without force → nothing is evicted, reason says why',
@@ -604,6 +610,14 @@ const cases: Record<string, readonly Case[]> = {
   ],
   'validation-required': [
     {
+      name: 'a safe-load annotation re-set by a restarted driver pod is cleared (as upstream), the node keeps validating',
+      node: aNode('n1').inState('validation-required').cordoned().waitingForSafeLoad().annotated({ [KEYS.validationStartTime]: secondsAgo(5) }).with(aPod('v').labelled({ app: 'nvidia-operator-validator' }).notReady()),
+      policy: VALIDATION,
+      effects: ['clearSafeLoad'],
+      reason: 'waiting-for-validation',
+      annotations: { [KEYS.waitForSafeLoad]: null },
+    },
+    {
       name: 'validator pods Ready → uncordon-required → upgrade-done',
       node: aNode('n1').inState('validation-required').cordoned().annotated({ [KEYS.validationStartTime]: secondsAgo(5) }).with(aPod('v').labelled({ app: 'nvidia-operator-validator' }).ownedBy('DaemonSet')),
       policy: VALIDATION,
@@ -693,6 +707,29 @@ const cases: Record<string, readonly Case[]> = {
   ],
   'upgrade-failed': [
     {
+      name: 'a newer driver revision than the one it failed at → retried by itself (Warning), the failed revision kept',
+      node: aNode('n1').inState('upgrade-failed').cordoned().outdated().annotated({ [KEYS.failedRevision]: 'gpu-driver=rev-old', [KEYS.upgradeStartTime]: secondsAgo(900) }),
+      effects: ['state:upgrade-required', 'state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      annotations: { [KEYS.failedRevision]: undefined },
+    },
+    {
+      name: 'failed at the revision that is still the newest → stays failed',
+      node: aNode('n1').inState('upgrade-failed').cordoned().outdated().annotated({ [KEYS.failedRevision]: 'gpu-driver=rev-new' }),
+      effects: [],
+      reason: 'upgrade-failed',
+      detail: /or push a new driver revision$/,
+    },
+    {
+      name: 'halted: a failed node retried on a new revision still starts (it is already counted); a fresh node does not',
+      node: aNode('n1').inState('upgrade-failed').cordoned().outdated().annotated({ [KEYS.failedRevision]: 'gpu-driver=rev-old' }),
+      others: [aNode('n2').inState('upgrade-done').outdated()],
+      rest: { maxFailedNodes: 1 },
+      effects: ['state:upgrade-required', 'state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+      reason: 'waiting-for-driver-pod',
+      otherReasons: { n2: 'halted' },
+    },
+    {
       name: 'driver still not Ready → stays, reason kept',
       node: aNode('n1').inState('upgrade-failed').cordoned().driverNotReady(20).annotated({ [KEYS.upgradeReason]: 'drain timed out after 300s' }),
       effects: [],
@@ -751,12 +788,64 @@ const cases: Record<string, readonly Case[]> = {
   ],
 };
 
+const STOP = { stop: true } as const;
+
+/** Emergency stop: the same nodes as above, frozen. */
+cases['emergency stop (upgradePolicy.stop)'] = [
+  {
+    name: 'draining: nothing is evicted, the node stays, reason stopped, the drain timer is dropped',
+    node: aNode('n1').inState('drain-required').outdated().cordoned().annotated({ [KEYS.drainStartTime]: secondsAgo(100) }).with(aPod('web')),
+    policy: { ...STOP, ...DRAIN },
+    effects: [],
+    reason: 'stopped',
+    annotations: { [KEYS.drainStartTime]: null },
+    wakeAt: null,
+  },
+  {
+    name: 'pod-restart-required with an out-of-date pod: the driver pod is not restarted',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned(),
+    policy: STOP,
+    effects: [],
+    reason: 'stopped',
+  },
+  {
+    name: 'uncordon-required: stays cordoned',
+    node: aNode('n1').inState('uncordon-required').cordoned(),
+    policy: STOP,
+    effects: [],
+    reason: 'stopped',
+  },
+  {
+    name: 'a new revision: labelled upgrade-required, does not start',
+    node: aNode('n1').inState('upgrade-done').outdated(),
+    policy: STOP,
+    effects: ['state:upgrade-required'],
+    reason: 'stopped',
+  },
+  {
+    name: 'upgrade-failed keeps its failure as the reason and does not leave, even when Ready',
+    node: aNode('n1').inState('upgrade-failed').cordoned().annotated({ [KEYS.upgradeReason]: 'drain timed out after 300s: x' }),
+    policy: STOP,
+    effects: [],
+    reason: 'upgrade-failed',
+    detail: /^drain timed out after 300s: x \(stopped: /,
+  },
+  {
+    name: 'cleared: resumes where it stopped, the drain timer starting afresh',
+    node: aNode('n1').inState('drain-required').outdated().cordoned().with(aPod('web')),
+    policy: DRAIN,
+    effects: ['evictPod:work/web'],
+    reason: 'waiting-for-eviction',
+    annotations: { [KEYS.drainStartTime]: secondsAgo(0) },
+  },
+];
+
 describe('planUpgrades transitions', () => {
   for (const [state, list] of Object.entries(cases)) {
     describe(`from ${state}`, () => {
       it.each(list.map((c) => [c.name, c] as const))('%s', (_name, c) => {
         const cluster = aCluster([c.node, ...(c.others ?? [])], c.pdbs ?? []);
-        const plan = planAt(cluster, aPolicy(c.policy ?? {}));
+        const plan = planAt(cluster, aPolicy(c.policy ?? {}, c.rest ?? {}));
         expect(effectsOf(plan, 'n1')).toEqual(c.effects);
         const reason = reasonOf(plan, 'n1');
         expect(reason?.code).toBe(c.reason);
@@ -766,6 +855,7 @@ describe('planUpgrades transitions', () => {
           for (const [key, value] of Object.entries(c.annotations)) expect(writes[key], key).toBe(value);
         }
         if (c.wakeAt !== undefined) expect(plan.nextWakeAt).toBe(c.wakeAt);
+        for (const [other, code] of Object.entries(c.otherReasons ?? {})) expect(reasonOf(plan, other)?.code, other).toBe(code);
       });
     });
   }

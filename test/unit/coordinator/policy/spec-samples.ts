@@ -51,6 +51,8 @@ export const SPEC_SAMPLES: readonly SpecSample[] = [
   { name: 'autoUpgrade "yes"', spec: withPolicy({ autoUpgrade: 'yes' }), invalidAt: 'spec.upgradePolicy.autoUpgrade' },
   { name: 'waitForCompletion timeout -1', spec: withPolicy({ waitForCompletion: { timeoutSeconds: -1 } }), invalidAt: 'spec.upgradePolicy.waitForCompletion.timeoutSeconds' },
   { name: 'podDeletion timeout -1', spec: withPolicy({ podDeletion: { timeoutSeconds: -1 } }), invalidAt: 'spec.upgradePolicy.podDeletion.timeoutSeconds' },
+  { name: 'stop true', spec: withPolicy({ stop: true }), invalidAt: null },
+  { name: 'stop "yes"', spec: withPolicy({ stop: 'yes' }), invalidAt: 'spec.upgradePolicy.stop' },
   { name: 'podDeletion disabled', spec: withPolicy({ podDeletion: { enable: false } }), invalidAt: null },
   { name: 'podDeletion enable "no"', spec: withPolicy({ podDeletion: { enable: 'no' } }), invalidAt: 'spec.upgradePolicy.podDeletion.enable' },
   { name: 'podRestart timeout -1', spec: withPolicy({ podRestart: { timeoutSeconds: -1 } }), invalidAt: 'spec.upgradePolicy.podRestart.timeoutSeconds' },
