@@ -2,8 +2,9 @@ import { defineConfig } from 'vitest/config';
 import { SummaryLineReporter } from './test/reporters/summary-line-reporter.ts';
 
 // One `vitest run` runs every project: unit tests need nothing; integration tests get a real
-// control plane from test/bed/global-setup.ts; kernel tests boot a real Linux kernel under QEMU;
-// vendor-drivers tests build real vendor drivers (test/vendor-drivers/global-setup.ts).
+// control plane from test/bed/global-setup.ts; the images project builds the Dockerfiles with
+// buildah; kernel tests boot a real Linux kernel under QEMU; vendor-drivers tests build real vendor
+// drivers (test/vendor-drivers/global-setup.ts).
 export const config = defineConfig({
   test: {
     reporters: ['default', new SummaryLineReporter()],
@@ -24,6 +25,15 @@ export const config = defineConfig({
           fileParallelism: false,
           testTimeout: 180_000,
           hookTimeout: 600_000,
+        },
+      },
+      {
+        test: {
+          // The images, built with buildah (test/images/build-images.sh; cached by their inputs).
+          name: 'images',
+          include: ['test/images/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 3_600_000,
         },
       },
       {

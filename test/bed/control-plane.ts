@@ -8,6 +8,7 @@ import { ensureBinaries } from './ensure-binaries.ts';
 import { createFakeNodes, type FakeNodeSpec } from './fake-nodes.ts';
 import { freePort } from './free-port.ts';
 import { generatePki, type Pki } from './generate-pki.ts';
+import { startRealNode, type RealNode } from './real-node/start-real-node.ts';
 import { reapStaleRuns, WORK_DIR_PREFIX } from './reap-stale-runs.ts';
 import { logTail, startSupervised, type SupervisedProcess } from './supervised-process.ts';
 import { waitUntil } from './wait-until.ts';
@@ -16,8 +17,9 @@ import { waitUntil } from './wait-until.ts';
  * `api`: etcd + kube-apiserver (no controllers: objects only change when a test changes them).
  * `full`: + kube-controller-manager, kube-scheduler and KWOK, which runs nodes annotated
  * `kwok.x-k8s.io/node=fake` and the pods scheduled onto them.
+ * `real-node`: `full` + one real kubelet node running real containers (test/bed/real-node/).
  */
-export type Profile = 'api' | 'full';
+export type Profile = 'api' | 'full' | 'real-node';
 
 export interface ControlPlane {
   readonly profile: Profile;
@@ -25,6 +27,8 @@ export interface ControlPlane {
   readonly workDir: string;
   readonly binDir: string;
   readonly server: string;
+  /** `real-node` only: the real kubelet node. */
+  readonly realNode?: RealNode;
   /** Admin credentials (group system:masters). */
   kubeConfig(): KubeConfig;
   /** Stops kube-apiserver and starts it again on the same port; resolves when it is ready. */
@@ -37,6 +41,8 @@ export interface StartOptions {
   readonly profile: Profile;
   /** Raise client QPS of the controllers for scale runs. */
   readonly controllerQps?: number;
+  /** `real-node` only: labels of the real node. */
+  readonly realNodeLabels?: Readonly<Record<string, string>>;
   /** `full` only: KWOK nodes to create, with the labels the caller chooses; started once all are Ready. */
   readonly nodes?: readonly FakeNodeSpec[];
 }
@@ -49,7 +55,9 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
   const workDir = await mkdtemp(join(tmpdir(), WORK_DIR_PREFIX));
   await writeFile(join(workDir, 'owner'), String(process.pid));
   const processes: SupervisedProcess[] = [];
+  let realNode: RealNode | undefined;
   const stop = async (): Promise<void> => {
+    await realNode?.stop();
     for (const p of [...processes].reverse()) await p.stop();
     await rm(workDir, { recursive: true, force: true });
   };
@@ -99,7 +107,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
     const apiReady = async (): Promise<boolean> => (await httpsGet(`${server}/readyz`, pki)) === 200;
     await waitHealthy(apiserver, apiReady, 90_000);
 
-    if (options.profile === 'full') {
+    if (options.profile !== 'api') {
       const qps = String(options.controllerQps ?? 200);
       processes.push(
         startSupervised(workDir, 'kube-controller-manager', join(binDir, 'kube-controller-manager'), [
@@ -149,6 +157,9 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
         return true;
       }, { timeoutMs: 60_000, intervalMs: 200 });
       if (options.nodes !== undefined && options.nodes.length > 0) await createFakeNodes(kc, options.nodes);
+      if (options.profile === 'real-node') {
+        realNode = await startRealNode({ workDir, server, pki, kubeConfig: kc }, undefined, options.realNodeLabels);
+      }
     } else if (options.nodes !== undefined && options.nodes.length > 0) {
       throw new Error('fake nodes need the full profile (KWOK runs them)');
     }
@@ -159,6 +170,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       workDir,
       binDir,
       server,
+      ...(realNode === undefined ? {} : { realNode }),
       kubeConfig: () => loadAdmin(kubeconfigPath),
       restartApiServer: async () => {
         await apiserver.stop();

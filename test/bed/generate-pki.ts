@@ -36,14 +36,9 @@ export async function generatePki(dir: string): Promise<Pki> {
       'extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
   );
   await writeFile(p('client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n');
-  const issue = async (name: string, subject: string, ext: string): Promise<void> => {
-    await openssl('genrsa', '-out', p(`${name}.key`), '2048');
-    await openssl('req', '-new', '-key', p(`${name}.key`), '-subj', subject, '-out', p(`${name}.csr`));
-    await openssl('x509', '-req', '-in', p(`${name}.csr`), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-CAcreateserial',
-      '-days', '30', '-extfile', p(ext), '-out', p(`${name}.crt`));
-  };
-  await issue('server', '/CN=kube-apiserver', 'server.ext');
-  await issue('admin', '/O=system:masters/CN=driver-rollout-test-admin', 'client.ext');
+  const ca = { caCert: p('ca.crt'), caKey: p('ca.key') };
+  await issueCertificate(ca, dir, 'server', '/CN=kube-apiserver', p('server.ext'));
+  await issueCertificate(ca, dir, 'admin', '/O=system:masters/CN=driver-rollout-test-admin', p('client.ext'));
   await openssl('genrsa', '-out', p('sa.key'), '2048');
   await openssl('rsa', '-in', p('sa.key'), '-pubout', '-out', p('sa.pub'));
   return {
@@ -56,4 +51,29 @@ export async function generatePki(dir: string): Promise<Pki> {
     serviceAccountKey: p('sa.key'),
     serviceAccountPub: p('sa.pub'),
   };
+}
+
+/**
+ * A key and a certificate for `subject` signed by the control plane's CA, written to
+ * `<dir>/<name>.key` and `<dir>/<name>.crt`; `extFile` holds its extensions. Without one: a
+ * client certificate (e.g. a real node's, `/O=system:nodes/CN=system:node:<name>`).
+ */
+export async function issueCertificate(
+  ca: Pick<Pki, 'caCert' | 'caKey'>,
+  dir: string,
+  name: string,
+  subject: string,
+  extFile?: string,
+): Promise<{ cert: string; key: string }> {
+  const p = (file: string): string => join(dir, file);
+  let ext = extFile;
+  if (ext === undefined) {
+    ext = p(`${name}.ext`);
+    await writeFile(ext, 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n');
+  }
+  await run('openssl', ['genrsa', '-out', p(`${name}.key`), '2048']);
+  await run('openssl', ['req', '-new', '-key', p(`${name}.key`), '-subj', subject, '-out', p(`${name}.csr`)]);
+  await run('openssl', ['x509', '-req', '-in', p(`${name}.csr`), '-CA', ca.caCert, '-CAkey', ca.caKey, '-CAcreateserial',
+    '-days', '30', '-extfile', ext, '-out', p(`${name}.crt`)]);
+  return { cert: p(`${name}.crt`), key: p(`${name}.key`) };
 }

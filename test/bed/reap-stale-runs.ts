@@ -1,6 +1,8 @@
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { access, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { killGroup } from './supervised-process.ts';
 
 export const WORK_DIR_PREFIX = 'driver-rollout-bed-';
@@ -20,6 +22,13 @@ export async function reapStaleRuns(root: string = tmpdir()): Promise<number> {
     for (const line of (await readOr(join(dir, 'pids'), '')).split('\n')) {
       const pgid = Number.parseInt(line, 10);
       if (Number.isInteger(pgid) && pgid > 1) killGroup(pgid, 'SIGKILL');
+    }
+    // A real node's host effects (mounts, cgroups, sysctls) are undone by its own script.
+    const teardown = join(dir, 'teardown.sh');
+    if (await access(teardown).then(() => true, () => false)) {
+      await promisify(execFile)('bash', [teardown]).catch((error: unknown) => {
+        process.stderr.write(`[test-bed] ${teardown} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      });
     }
     await rm(dir, { recursive: true, force: true });
     reaped++;

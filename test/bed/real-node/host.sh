@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The real node's effects on the host, outside its work dir, made and undone here (root):
+#
+#   host.sh setup    DIR ID   before containerd and the kubelet start
+#   host.sh teardown DIR ID   kills what the node runs, unmounts everything under DIR, removes
+#                             its cgroups, and, when it is the last real node on this machine,
+#                             restores the sysctls the kubelet rewrites and removes the host
+#                             directories the runtime hard-codes (when empty and made by us)
+#   host.sh guard OWNER DIR ID   waits for process OWNER to end, then runs teardown (so a test
+#                             runner killed with SIGKILL still leaves the machine as it was)
+#
+# DIR is the node's work dir (kubelet and containerd roots, pod logs, host paths of the agent);
+# ID names its cgroup (/drtest-ID in every hierarchy). Every step tolerates having been done:
+# teardown may run twice (guard and the runner's stop), and after a crash.
+set -uo pipefail
+cmd=$1
+state=/run/driver-rollout-real-node          # machine-wide: tmpfs, reset by a reboot like the sysctls
+sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+# Paths containerd 1.6 and the kubelet use whatever their configuration says.
+hardcoded=(/var/log/containers /run/containerd/fifo /run/containerd/runc /run/containerd/s /run/containerd /run/netns /var/lib/cni/results /var/lib/cni)
+
+log() { printf '[real-node host %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+hierarchies() { # every cgroup mount: v1 controllers and the hybrid "unified" v2 tree
+  awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts | sort -u
+}
+
+setup() {
+  local dir=$1 id=$2
+  mkdir -p "$state/users"
+  exec 7>"$state/lock"; flock 7
+  prune_users
+  if [ -z "$(ls -A "$state/users")" ]; then
+    : > "$state/sysctl.saved"
+    for s in "${sysctls[@]}"; do printf '%s=%s\n' "$s" "$(sysctl -n "$s")" >> "$state/sysctl.saved"; done
+    : > "$state/created"
+    for p in "${hardcoded[@]}"; do [ -e "$p" ] || echo "$p" >> "$state/created"; done
+  fi
+  printf '%s\n' "$dir" > "$state/users/$id"
+  flock -u 7
+  for h in $(hierarchies); do
+    mkdir -p "$h/drtest-$id"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" > "$h/drtest-$id/cpuset.cpus"; cat "$h/cpuset.mems" > "$h/drtest-$id/cpuset.mems"
+    fi
+  done
+}
+
+prune_users() { # forget nodes whose work dir is gone (their teardown never ran to the end)
+  local u
+  for u in "$state"/users/*; do
+    [ -e "$u" ] || continue
+    [ -d "$(cat "$u")" ] || rm -f "$u"
+  done
+}
+
+node_pids() { # every process of the node: in its cgroups, or a containerd shim serving its socket
+  local dir=$1 id=$2 h f pid
+  for h in $(hierarchies); do
+    [ -d "$h/drtest-$id" ] && find "$h/drtest-$id" -name cgroup.procs -exec cat {} + 2>/dev/null
+  done
+  for f in $(grep -l -a -F "$dir/" /proc/[0-9]*/cmdline 2>/dev/null); do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    case $(cat "/proc/$pid/comm" 2>/dev/null) in containerd-shim*) echo "$pid" ;; esac
+  done
+}
+
+teardown() {
+  local dir=$1 id=$2 pid pgid h m i
+  # The kubelet and containerd first (their process groups, recorded at start), so nothing restarts pods.
+  for f in "$dir/kubelet.pgid" "$dir/containerd.pgid"; do
+    [ -f "$f" ] && pgid=$(cat "$f") && [ "$pgid" -gt 1 ] && kill -KILL -- "-$pgid" 2>/dev/null
+  done
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    pids=$(node_pids "$dir" "$id" | sort -u)
+    [ -z "$pids" ] && break
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null
+    sleep 0.5
+  done
+  [ -n "${pids:-}" ] && log "processes still running after kill: $pids"
+  # Mounts under the work dir (pod volumes, container root filesystems, the kubelet's own bind), deepest first.
+  for i in 1 2 3; do
+    m=$(awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
+    [ -z "$m" ] && break
+    while read -r p; do umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null; done <<< "$m"
+  done
+  for h in $(hierarchies); do
+    [ -d "$h/drtest-$id" ] && find "$h/drtest-$id" -depth -type d -exec rmdir {} \; 2>/dev/null
+    [ -d "$h/drtest-$id" ] && log "cgroup $h/drtest-$id not removed"
+  done
+  mkdir -p "$state/users"
+  exec 7>"$state/lock"; flock 7
+  rm -f "$state/users/$id"
+  prune_users
+  if [ -z "$(ls -A "$state/users")" ] && [ -f "$state/sysctl.saved" ]; then
+    while IFS== read -r k v; do
+      [ "$(sysctl -n "$k")" = "$v" ] || sysctl -q -w "$k=$v" >/dev/null
+    done < "$state/sysctl.saved"
+    rm -f "$state/sysctl.saved"
+    # Dangling pod-log links first, then the directories this machine did not have before, when empty.
+    find /var/log/containers -maxdepth 1 -xtype l -delete 2>/dev/null
+    while read -r p; do [ -d "$p" ] && rmdir "$p" 2>/dev/null; done < "$state/created"
+    rm -f "$state/created"
+  fi
+  flock -u 7
+  return 0
+}
+
+case $cmd in
+  setup) setup "$2" "$3" ;;
+  teardown) teardown "$2" "$3" ;;
+  guard)
+    owner=$2
+    while kill -0 "$owner" 2>/dev/null; do sleep 1; done
+    [ -d "$3" ] && teardown "$3" "$4"
+    ;;
+  *) echo "usage: host.sh setup|teardown DIR ID | guard OWNER DIR ID" >&2; exit 64 ;;
+esac

@@ -1,0 +1,305 @@
+import {
+  AppsV1Api,
+  AuthenticationV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  type V1ContainerStatus,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { driverKeys } from '../../shared/keys.ts';
+import { apiErrorMessage } from '../../shared/kube/api-error.ts';
+import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { freePort } from '../bed/free-port.ts';
+import { waitUntil } from '../bed/wait-until.ts';
+import { OTHER_NODE, REAL_NODE_LABEL, realNodeCluster } from './real-node-cluster.ts';
+import { adaptToRealNode, INSTALL_NAMESPACE, shippedObjects } from './shipped-objects.ts';
+
+// The shipped manifests, applied to a real kubelet node with the real images: the init
+// container, the agent (real kernel adapter; this machine has no device it serves, and /sys is
+// read-only) and the coordinator Deployment run as containers under containerd. What differs
+// from a cluster node, and why, is in shipped-objects.ts and README.md.
+
+const cluster = realNodeCluster();
+const kc = cluster.kubeConfig();
+const core = kc.makeApiClient(CoreV1Api);
+const apps = kc.makeApiClient(AppsV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
+const leases = kc.makeApiClient(CoordinationV1Api);
+const NODE = cluster.node.name;
+const keys = driverKeys('gpu', 'nvidia.com');
+const WORKLOAD_NS = 'workload';
+const DS = 'gpu-driver';
+const ALL_STATES = [
+  'upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required',
+  'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-done',
+];
+let modulesBefore: string;
+
+const node = async (): Promise<V1Node> => await core.readNode({ name: NODE });
+const driverPods = async (): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: `app.kubernetes.io/name=${DS}` })).items;
+const condition = (pod: V1Pod | undefined, type: string): string | undefined => pod?.status?.conditions?.find((c) => c.type === type)?.status;
+const stateEvents = async (): Promise<string[]> => {
+  const events = (await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${NODE}` })).items;
+  return events
+    .filter((e) => e.reason === 'GPUDriverUpgrade')
+    // Created in order; timestamps have seconds precision, etcd's revision orders them exactly.
+    .sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion))
+    .map((e) => /\[(.*)\]/.exec(e.message ?? '')?.[1] ?? '');
+};
+
+beforeAll(async () => {
+  modulesBefore = await loadedModules();
+  for (const name of [INSTALL_NAMESPACE, WORKLOAD_NS]) await core.createNamespace({ body: { metadata: { name } } });
+  // A workload on the node for the drain to evict (the pause image is what the node has).
+  await apps.createNamespacedDeployment({
+    namespace: WORKLOAD_NS,
+    body: {
+      metadata: { name: 'workload' },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'workload' } },
+        template: {
+          metadata: { labels: { app: 'workload' } },
+          spec: {
+            hostNetwork: true,
+            nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+            terminationGracePeriodSeconds: 5,
+            containers: [{ name: 'pause', image: await pauseImage(), imagePullPolicy: 'Never' }],
+          },
+        },
+      },
+    },
+  });
+  await waitUntil('the workload to run on the real node', async () => {
+    const pods = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items;
+    return pods.some((p) => p.status?.phase === 'Running' && p.spec?.nodeName === NODE) ? true : undefined;
+  }, { timeoutMs: 120_000, intervalMs: 500 });
+});
+
+afterAll(async () => {
+  // Nothing was loaded into this machine's kernel by the agent's real kernel adapter.
+  expect(await loadedModules()).toBe(modulesBefore);
+});
+
+describe('the shipped manifests on a real kubelet node, with the real images', () => {
+  const timeline = new Map<string, number>();
+  const seen = (what: string): void => {
+    if (!timeline.has(what)) timeline.set(what, Date.now());
+  };
+  let blockedWhileMarked: boolean;
+  let workloadUid: string | undefined;
+
+  it('the init container blocks the agent until the real coordinator (leader-elected) has cordoned and drained the node', { timeout: 600_000 }, async () => {
+    workloadUid = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items[0]?.metadata?.uid;
+    const objects = adaptToRealNode(await shippedObjects(), {
+      apiPort: cluster.apiPort,
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      hostDir: cluster.node.dir,
+      agentPort: await freePort(),
+      coordinatorPort: await freePort(),
+      drainSkipLabel: keys.drainSkip,
+    });
+    await applyInOrder(kc, objects);
+    await custom.createNamespacedCustomObject({
+      group: 'driverrollout.io', version: 'v1alpha1', plural: 'driverrollouts', namespace: INSTALL_NAMESPACE,
+      body: {
+        apiVersion: 'driverrollout.io/v1alpha1',
+        kind: 'DriverRollout',
+        metadata: { name: 'gpu' },
+        spec: {
+          driverName: 'gpu',
+          selector: { matchLabels: { 'app.kubernetes.io/name': DS } },
+          upgradePolicy: { drain: { enable: true, timeoutSeconds: 300 } },
+        },
+      },
+    });
+
+    // Watch what happens, in the order it is seen, until the agent runs.
+    await waitUntil('the agent container to start', async () => (await observeFirstInstall(workloadUid, seen)) ? true : undefined, {
+      timeoutMs: 480_000, intervalMs: 200,
+    });
+    blockedWhileMarked = timeline.has('blocked-while-marked');
+    expect(blockedWhileMarked).toBe(true);
+    const at = (what: string): number => timeline.get(what) ?? Number.POSITIVE_INFINITY;
+    expect(at('marked')).toBeLessThanOrEqual(at('cordoned'));
+    expect(at('cordoned')).toBeLessThanOrEqual(at('init-done'));
+    expect(at('drained')).toBeLessThanOrEqual(at('init-done'));
+
+    const pod = (await driverPods())[0];
+    const initLog = await cluster.containerLog(INSTALL_NAMESPACE, pod?.metadata?.name ?? '', 'safe-load-gate');
+    expect(initLog).toContain('node marked: waiting for safe load');
+    expect(initLog).toContain('safe-load annotation cleared');
+    // The coordinator ran as a pod of the shipped Deployment and held the Lease.
+    const coordinatorPod = (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=coordinator' })).items[0];
+    expect(coordinatorPod?.spec?.nodeName).toBe(NODE);
+    const lease = await leases.readNamespacedLease({ name: 'driver-rollout-coordinator', namespace: INSTALL_NAMESPACE });
+    expect(lease.spec?.holderIdentity).toBe(coordinatorPod?.metadata?.name);
+  });
+
+  it('the kubelet keeps the pod not Ready until the agent\'s readiness-gate condition is True', { timeout: 300_000 }, async () => {
+    const ready = await waitUntil('the driver pod to become Ready', async () => {
+      const pod = (await driverPods())[0];
+      return condition(pod, 'Ready') === 'True' ? pod : undefined;
+    }, { timeoutMs: 180_000, intervalMs: 250 });
+    // Real kernel adapter, no device of this driver on this machine: nothing to load.
+    expect(ready.status?.conditions?.find((c) => c.type === keys.driverReadyCondition)).toMatchObject({ status: 'True', reason: 'NoDevice' });
+    const name = ready.metadata?.name ?? '';
+    const agentLog = await cluster.containerLog(INSTALL_NAMESPACE, name, 'agent');
+    expect(agentLog).toContain('no device this driver serves on this node');
+
+    // The gate alone decides: with the containers ready, the kubelet follows the condition both ways.
+    const setGate = async (status: 'True' | 'False'): Promise<void> => {
+      await core.patchNamespacedPodStatus({
+        name, namespace: INSTALL_NAMESPACE,
+        body: { status: { conditions: [{ type: keys.driverReadyCondition, status, reason: 'TestOverride', lastTransitionTime: new Date() }] } },
+      }, STRATEGIC_MERGE_PATCH);
+    };
+    await setGate('False');
+    const notReady = await waitUntil('the kubelet to turn the pod not Ready', async () => {
+      const pod = await core.readNamespacedPod({ name, namespace: INSTALL_NAMESPACE });
+      return condition(pod, 'Ready') === 'False' ? pod : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    expect(condition(notReady, 'ContainersReady')).toBe('True');
+    expect(notReady.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('ReadinessGatesNotReady');
+    await setGate('True');
+    await waitUntil('the kubelet to turn the pod Ready again', async () => {
+      const pod = await core.readNamespacedPod({ name, namespace: INSTALL_NAMESPACE });
+      return condition(pod, 'Ready') === 'True' ? true : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+  });
+
+  it('the admission policy allows the pod\'s kubelet-issued token on its own node and denies it on another node', { timeout: 120_000 }, async () => {
+    const pod = (await driverPods())[0];
+    const token = await projectedToken(pod?.metadata?.uid ?? '');
+    const asPod = tokenKubeConfig(kc, token);
+    const whoami = await asPod.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+    expect(whoami.status?.userInfo?.username).toBe(`system:serviceaccount:${INSTALL_NAMESPACE}:driver-rollout-driver`);
+    expect(whoami.status?.userInfo?.extra?.['authentication.kubernetes.io/node-name']).toEqual([NODE]);
+
+    const nodes = asPod.makeApiClient(CoreV1Api);
+    const label = { metadata: { labels: { 'nvidia.com/gpu.test-probe': 'x' } } };
+    const own = await nodes.patchNode({ name: NODE, body: label, dryRun: 'All' }, MERGE_PATCH);
+    expect(own.metadata?.labels?.['nvidia.com/gpu.test-probe']).toBe('x');
+    const other = await nodes.patchNode({ name: OTHER_NODE, body: label, dryRun: 'All' }, MERGE_PATCH).then(() => 'allowed', apiErrorMessage);
+    expect(other).toContain(`may change only the node its pod runs on (token bound to node "${NODE}")`);
+  });
+
+  it('a DaemonSet template change rolls the real node through the full state machine to upgrade-done', { timeout: 600_000 }, async () => {
+    await waitUntil('the first install to finish', async () => ((await node()).metadata?.labels?.[keys.upgradeState] === 'upgrade-done' ? true : undefined), {
+      timeoutMs: 180_000, intervalMs: 500,
+    });
+    expect((await node()).spec?.unschedulable).not.toBe(true);
+    const before = (await driverPods())[0];
+    const eventsBefore = (await stateEvents()).length;
+    await apps.patchNamespacedDaemonSet({
+      name: DS, namespace: INSTALL_NAMESPACE,
+      body: { spec: { template: { metadata: { annotations: { 'driver-rollout.test/revision': '2' } } } } },
+    }, MERGE_PATCH);
+
+    const after = await waitUntil('a new driver pod, Ready, and the node upgrade-done again', async () => {
+      const [n, pods] = await Promise.all([node(), driverPods()]);
+      const pod = pods.find((p) => p.metadata?.uid !== before?.metadata?.uid);
+      const done = n.metadata?.labels?.[keys.upgradeState] === 'upgrade-done' && n.spec?.unschedulable !== true;
+      return done && condition(pod, 'Ready') === 'True' ? pod : undefined;
+    }, { timeoutMs: 480_000, intervalMs: 500 });
+    expect(after.metadata?.labels?.['controller-revision-hash']).not.toBe(before?.metadata?.labels?.['controller-revision-hash']);
+    // Every transition the coordinator made is an Event on the node: the whole state machine, in order.
+    await waitUntil('the Event for upgrade-done', async () => ((await stateEvents()).at(-1) === 'upgrade-done' ? true : undefined), { timeoutMs: 30_000 });
+    expect((await stateEvents()).slice(eventsBefore)).toEqual(ALL_STATES);
+    // The new pod's init container waited for safe load again and was released by the coordinator.
+    const initLog = await cluster.containerLog(INSTALL_NAMESPACE, after.metadata?.name ?? '', 'safe-load-gate');
+    expect(initLog).toContain('safe-load annotation cleared');
+  });
+});
+
+/**
+ * One look at the node, the driver pod and the workload; `seen` records each fact the first time
+ * it holds. True once the agent container runs.
+ */
+async function observeFirstInstall(workloadUid: string | undefined, seen: (what: string) => void): Promise<boolean> {
+  const [n, pods, workload] = await Promise.all([node(), driverPods(), core.listNamespacedPod({ namespace: WORKLOAD_NS })]);
+  const pod = containerStates(pods[0]);
+  if (n.metadata?.annotations?.[keys.waitForSafeLoad] === 'true') {
+    seen('marked');
+    if (pod.init === 'running' && pod.agent === 'waiting') seen('blocked-while-marked');
+  }
+  if (n.spec?.unschedulable === true) seen('cordoned');
+  const original = workload.items.find((p) => p.metadata?.uid === workloadUid);
+  if (original === undefined || original.metadata?.deletionTimestamp !== undefined) seen('drained');
+  if (pod.init === 'terminated') {
+    seen('init-done');
+    expect(pod.initExitCode).toBe(0);
+  }
+  return pod.agent === 'running';
+}
+
+type ContainerState = 'waiting' | 'running' | 'terminated' | 'absent';
+
+function containerStates(pod: V1Pod | undefined): { init: ContainerState; agent: ContainerState; initExitCode?: number } {
+  const stateOf = (s: V1ContainerStatus | undefined): ContainerState =>
+    s?.state?.running !== undefined ? 'running' : s?.state?.terminated !== undefined ? 'terminated' : s?.state?.waiting !== undefined ? 'waiting' : 'absent';
+  const init = pod?.status?.initContainerStatuses?.[0];
+  const agent = pod?.status?.containerStatuses?.find((c) => c.name === 'agent');
+  const exitCode = init?.state?.terminated?.exitCode;
+  return { init: stateOf(init), agent: stateOf(agent), ...(exitCode === undefined ? {} : { initExitCode: exitCode }) };
+}
+
+async function applyInOrder(config: KubeConfig, objects: Awaited<ReturnType<typeof shippedObjects>>): Promise<void> {
+  const client = KubernetesObjectApi.makeApiClient(config);
+  for (const o of objects) {
+    await client.create(o);
+    if (o.kind === 'CustomResourceDefinition') {
+      await waitUntil(`CRD ${o.metadata?.name ?? ''} to be established`, async () => {
+        const crd = (await client.read({ apiVersion: o.apiVersion ?? '', kind: o.kind ?? '', metadata: { name: o.metadata?.name ?? '' } })) as {
+          status?: { conditions?: { type: string; status: string }[] };
+        };
+        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 200 });
+      // Discovery of the new group reaches the API server's handlers a moment later.
+      await sleep(1_000);
+    }
+  }
+}
+
+/** The service-account token the kubelet projected into the pod's volume (read on the host, as the container reads it). */
+async function projectedToken(podUid: string): Promise<string> {
+  const volumes = join(cluster.node.dir, 'kubelet', 'pods', podUid, 'volumes', 'kubernetes.io~projected');
+  for (const v of await readdir(volumes)) {
+    if (v.startsWith('kube-api-access-')) return (await readFile(join(volumes, v, 'token'), 'utf8')).trim();
+  }
+  throw new Error(`no kube-api-access volume in ${volumes}`);
+}
+
+function tokenKubeConfig(admin: KubeConfig, token: string): KubeConfig {
+  const current = admin.getCurrentCluster();
+  if (current === null) throw new Error('admin kubeconfig has no cluster');
+  const kcToken = new KubeConfig();
+  kcToken.loadFromOptions({
+    clusters: [current],
+    users: [{ name: 'pod', token }],
+    contexts: [{ name: 'pod', cluster: current.name, user: 'pod' }],
+    currentContext: 'pod',
+  });
+  return kcToken;
+}
+
+async function pauseImage(): Promise<string> {
+  const env = await readFile(join(cluster.node.imagesDir, 'images.env'), 'utf8');
+  const line = env.split('\n').find((l) => l.startsWith('pause='));
+  if (line === undefined) throw new Error('images.env names no pause image');
+  return line.slice('pause='.length);
+}
+
+/** Names of the modules in this machine's kernel. */
+async function loadedModules(): Promise<string> {
+  return (await readFile('/proc/modules', 'utf8')).split('\n').map((l) => l.split(' ')[0]).sort().join(' ');
+}

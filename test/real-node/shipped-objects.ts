@@ -1,0 +1,113 @@
+import type { KubernetesObject, V1Container, V1DaemonSet, V1Deployment, V1PodSpec, V1Probe } from '@kubernetes/client-node';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+const MANIFESTS = resolve(import.meta.dirname, '../../manifests');
+/** The install namespace the shipped manifests name (driver-rbac.yaml, driver-daemonset.yaml). */
+export const INSTALL_NAMESPACE = 'driver-rollout';
+const FILES = ['driverrollout-crd.yaml', 'driver-rbac.yaml', 'safe-load-policy.yaml', 'coordinator.yaml', 'driver-daemonset.yaml'];
+const CLUSTER_SCOPED = new Set(['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Namespace']);
+
+/** The objects a user installs, as shipped (manifests/), in apply order; namespaced ones without a namespace go to the install namespace. */
+export async function shippedObjects(): Promise<KubernetesObject[]> {
+  const objects: KubernetesObject[] = [];
+  for (const file of FILES) {
+    for (const doc of parseAllDocuments(await readFile(join(MANIFESTS, file), 'utf8'))) {
+      const o = doc.toJS() as KubernetesObject | null;
+      if (o === null) continue;
+      if (!CLUSTER_SCOPED.has(o.kind ?? '')) o.metadata = Object.assign(o.metadata ?? {}, { namespace: o.metadata?.namespace ?? INSTALL_NAMESPACE });
+      objects.push(o);
+    }
+  }
+  return objects;
+}
+
+/** Where this test bed's one real node differs from a cluster node (test/real-node/README.md). */
+export interface RealNodeSite {
+  /** The API server listens on 127.0.0.1 only and there is no kube-proxy: pods use the host's network and this port. */
+  readonly apiPort: number;
+  /** Label selecting the real node (never the KWOK nodes, which run no containers). */
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  /** The node's work dir: the agent's writable host paths go under `<hostDir>/host/`. */
+  readonly hostDir: string;
+  /** Free ports on the machine for the agent's and the coordinator's HTTP servers (host network). */
+  readonly agentPort: number;
+  readonly coordinatorPort: number;
+  /** Label that keeps a pod out of the drain (the coordinator's own pod: see the README). */
+  readonly drainSkipLabel: string;
+}
+
+/**
+ * The shipped objects with only what this machine requires changed, nothing else:
+ * - every pod: host network, KUBERNETES_SERVICE_HOST/PORT to the loopback API server, probes on
+ *   127.0.0.1, its HTTP port a free one, scheduled to the real node only;
+ * - driver DaemonSet: its writable host paths (/run/driver-rollout, /run/modprobe.d, the module
+ *   cache) moved under the node's work dir, /sys and /lib/modules read-only;
+ * - coordinator Deployment: one replica (two would need the same host port on the one node) that
+ *   the drain skips, since it runs on the node it drains.
+ */
+export function adaptToRealNode(objects: readonly KubernetesObject[], site: RealNodeSite): KubernetesObject[] {
+  return objects.map((original) => {
+    const o = structuredClone(original);
+    if (o.kind === 'DaemonSet') adaptDaemonSet(o, site);
+    if (o.kind === 'Deployment') adaptDeployment(o, site);
+    return o;
+  });
+}
+
+function adaptPod(spec: V1PodSpec, site: RealNodeSite, port: number): void {
+  spec.hostNetwork = true;
+  spec.nodeSelector = { ...spec.nodeSelector, ...site.nodeSelector };
+  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+    c.env = [
+      ...(c.env ?? []).filter((e) => !['KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'].includes(e.name)),
+      { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+      { name: 'KUBERNETES_SERVICE_PORT', value: String(site.apiPort) },
+    ];
+    for (const p of c.ports ?? []) p.containerPort = port;
+    for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) loopbackProbe(probe);
+  }
+}
+
+function loopbackProbe(probe: V1Probe | undefined): void {
+  if (probe?.httpGet !== undefined) probe.httpGet.host = '127.0.0.1';
+}
+
+function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
+  const spec = ds.spec?.template.spec;
+  if (spec === undefined) throw new Error(`DaemonSet ${ds.metadata?.name ?? ''} has no pod spec`);
+  adaptPod(spec, site, site.agentPort);
+  const agent = container(spec.containers, 'agent');
+  setEnv(agent, 'HTTP_PORT', String(site.agentPort));
+  for (const v of spec.volumes ?? []) {
+    const path = v.hostPath?.path;
+    if (path === '/run/driver-rollout' || path === '/run/modprobe.d' || path === '/var/lib/driver-rollout/cache') {
+      v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
+    }
+  }
+  const readOnly = new Set((spec.volumes ?? []).filter((v) => v.hostPath?.path === '/sys' || v.hostPath?.path === '/lib/modules').map((v) => v.name));
+  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+    for (const m of c.volumeMounts ?? []) if (readOnly.has(m.name)) m.readOnly = true;
+  }
+}
+
+function adaptDeployment(d: V1Deployment, site: RealNodeSite): void {
+  const template = d.spec?.template;
+  if (d.spec === undefined || template?.spec === undefined) throw new Error(`Deployment ${d.metadata?.name ?? ''} has no pod spec`);
+  d.spec.replicas = 1;
+  template.metadata = Object.assign(template.metadata ?? {}, { labels: Object.assign(template.metadata?.labels ?? {}, { [site.drainSkipLabel]: 'true' }) });
+  adaptPod(template.spec, site, site.coordinatorPort);
+  const coordinator = container(template.spec.containers, 'coordinator');
+  coordinator.args = [...(coordinator.args ?? []).filter((a) => !a.startsWith('--metrics-port=')), `--metrics-port=${site.coordinatorPort}`];
+}
+
+function container(containers: V1Container[], name: string): V1Container {
+  const c = containers.find((x) => x.name === name);
+  if (c === undefined) throw new Error(`no container ${name}`);
+  return c;
+}
+
+function setEnv(c: V1Container, name: string, value: string): void {
+  c.env = [...(c.env ?? []).filter((e) => e.name !== name), { name, value }];
+}
