@@ -5,7 +5,7 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseCliArgs, type CliCommand, type Target } from './parse-cli-args.ts';
-import { CliFailure } from './resolve.ts';
+import { CliFailure } from './cli-failure.ts';
 import { runCli } from './run-cli.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -10,7 +10,8 @@ import { DRIVER_ROLLOUT_GROUP as GROUP, DRIVER_ROLLOUT_PLURAL as PLURAL, DRIVER_
 import { ClusterReader, type Scope } from './read-cluster.ts';
 import { renderStatus } from './render-status.ts';
 import { renderWhy } from './render-why.ts';
-import { CliFailure, pickNodeDriver, pickRollout } from './resolve.ts';
+import { CliFailure } from './cli-failure.ts';
+import { pickNodeDriver, pickRollout } from './pick-target.ts';
 import { buildRolloutViews, type RolloutObject, type RolloutView } from './rollout-view.ts';
 import { watchStatus } from './watch-status.ts';
 

@@ -1,10 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
-import { DriverRolloutError } from '../shared/errors.ts';
 import { DEFAULT_KEY_DOMAIN, parseUpgradeStateKey } from '../shared/keys.ts';
+import { CliFailure } from './cli-failure.ts';
 import type { RolloutObject } from './rollout-view.ts';
-
-/** The plugin could not do what was asked (not found, ambiguous, wrong state): exit 1. */
-export class CliFailure extends DriverRolloutError {}
 
 /** The rollout a pause/resume names, or the only one in the namespace. */
 export function pickRollout(rollouts: readonly RolloutObject[], name: string | undefined, namespace: string): RolloutObject {
