@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests and the demo need, if any is missing:
-#   linux-headers-amd64  kernel headers the agent's kbuild compiles against
-#   linux-image-amd64    the matching kernel the real-kernel tests boot under QEMU
-#   kmod                 depmod/modprobe/modinfo
-#   qemu-system-x86      QEMU for the real-kernel tests
-#   busybox-static       the guest's initramfs userland
-#   openssl              the test bed's PKI
+# Installs the Debian packages a profile needs, if any is missing:
+#
+#   scripts/ensure-system-packages.sh demo   what `npm start` (the demo) needs:
+#     linux-headers-amd64  kernel headers the agent's kbuild compiles against
+#     kmod                 depmod/modprobe/modinfo
+#     make, gcc            kbuild
+#     openssl              the test bed's PKI
+#   scripts/ensure-system-packages.sh        (or `test`) what `npm test` needs: the demo's, plus
+#     linux-image-amd64    the matching kernel the real-kernel tests boot under QEMU
+#     qemu-system-x86      QEMU for the real-kernel tests
+#     busybox-static       the guest's initramfs userland
+#   scripts/ensure-system-packages.sh PROFILE --list   prints the profile's packages, installs nothing
 # Go (for building the control plane) must already be on PATH; this script checks it.
 set -euo pipefail
 
-packages=(linux-headers-amd64 linux-image-amd64 kmod qemu-system-x86 busybox-static openssl make gcc)
+profile=${1:-test}
+demo_packages=(linux-headers-amd64 kmod openssl make gcc)
+case "$profile" in
+  demo) packages=("${demo_packages[@]}") ;;
+  test) packages=("${demo_packages[@]}" linux-image-amd64 qemu-system-x86 busybox-static) ;;
+  *) echo "[setup] unknown profile '$profile' (demo or test)" >&2; exit 2 ;;
+esac
+if [ "${2:-}" = "--list" ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "[setup] installing Debian packages: ${missing[*]}" >&2
+  echo "[setup] installing Debian packages for the $profile: ${missing[*]}" >&2
   if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null; then SUDO=sudo; else
       echo "[setup] not root and no sudo: install these packages first: ${missing[*]}" >&2; exit 1
