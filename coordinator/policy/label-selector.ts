@@ -65,13 +65,19 @@ const OPERATORS: readonly string[] = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
 
 export function compileLabelSelector(object: LabelSelectorObject): SelectorResult {
   const requirements: Requirement[] = [];
+  // A key or value no label can have would make the selector match nothing, silently.
   for (const [key, value] of Object.entries(object.matchLabels ?? {})) {
+    if (!isLabelKey(key)) return { ok: false, message: `matchLabels: ${JSON.stringify(key.slice(0, 80))} is not a label key` };
+    if (!isLabelValue(value)) return { ok: false, message: `matchLabels.${key}: ${JSON.stringify(value.slice(0, 80))} is not a label value (at most 63 letters, digits, '-', '_', '.')` };
     requirements.push({ key, operator: 'In', values: [value] });
   }
   for (const [i, e] of (object.matchExpressions ?? []).entries()) {
     if (!OPERATORS.includes(e.operator)) {
       return { ok: false, message: `matchExpressions[${i}].operator must be one of ${OPERATORS.join(', ')}` };
     }
+    if (!isLabelKey(e.key)) return { ok: false, message: `matchExpressions[${i}].key: ${JSON.stringify(e.key.slice(0, 80))} is not a label key` };
+    const badValue = (e.values ?? []).find((v) => !isLabelValue(v));
+    if (badValue !== undefined) return { ok: false, message: `matchExpressions[${i}].values: ${JSON.stringify(badValue.slice(0, 80))} is not a label value` };
     const operator = e.operator as SelectorOperator;
     const values = e.values ?? [];
     const needsValues = operator === 'In' || operator === 'NotIn';

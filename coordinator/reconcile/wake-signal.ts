@@ -1,4 +1,11 @@
 /**
+ * Node runs a timer longer than this (about 24.8 days) after 1 ms (TimeoutOverflowWarning): a
+ * deadline further away (a DriverRollout timeout of 30 days) would wake the loop every
+ * millisecond. Such a deadline wakes it once at this distance; that pass arms it again.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
  * Coalesces triggers into wake-ups: many triggers within `debounceMs` wake the loop once, and a
  * trigger during a pass wakes it again right after (single flight, nothing lost). A timer can
  * be armed for a deadline; only the earliest pending one is kept.
@@ -29,7 +36,7 @@ export class WakeSignal {
     const timer = setTimeout(() => {
       this.deadline = undefined;
       this.fire();
-    }, Math.max(0, atMs - nowMs));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, atMs - nowMs)));
     this.deadline = { at: atMs, timer };
   }
 

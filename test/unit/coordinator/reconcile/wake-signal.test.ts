@@ -68,6 +68,24 @@ describe('WakeSignal', () => {
     expect(times).toEqual([60]);
   });
 
+  it('does not wake at once for a deadline beyond Node’s longest timer (a 30-day DriverRollout timeout)', async () => {
+    // Real timers: Node, unlike the fake clock, fires a timer of more than 2^31-1 ms after 1 ms.
+    vi.useRealTimers();
+    const wake = aSignal(5);
+    const now = Date.now();
+    wake.wakeAt(now + 30 * 24 * 3600 * 1000, now);
+    let woke = false;
+    const stop = new AbortController();
+    const waiting = wake.wait(stop.signal).then(() => {
+      woke = !stop.signal.aborted;
+    });
+    // Armed after the deadline's timer: an overflowing one (1 ms) would have run by then.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    stop.abort();
+    await waiting;
+    expect(woke).toBe(false);
+  });
+
   it('returns at once when the signal aborts', async () => {
     const wake = aSignal(5);
     const stop = new AbortController();
