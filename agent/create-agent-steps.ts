@@ -33,6 +33,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         cacheDir: config.cacheDir,
         recipe: config.recipe,
         ...(config.prebuiltDir === undefined ? {} : { prebuiltDir: config.prebuiltDir }),
+        dependencySymvers: Object.fromEntries(config.dependencySymvers.map((path) => [path, path])),
         signing: config.signing,
         ...(config.headersDirs === undefined
           ? {}

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import type { DriverSource } from '../build/build-driver.ts';
 import { defaultRecipe, parseBuildRecipe, type BuildRecipe } from '../build/build-recipe.ts';
-import { optional, problem, required, splitList } from './flag-fields.ts';
+import { absolutePathList, optional, problem, required, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
 /** What to compile, against which kernel, and where the results are kept. */
@@ -23,6 +23,11 @@ export interface BuildConfig {
    * agent/build/build-recipe.ts), else kbuild with `--make-variables` (NAME=value items, no spaces).
    */
   readonly recipe: BuildRecipe;
+  /**
+   * Module.symvers files of other drivers this one builds against (MOFED's for nvidia-peermem),
+   * by absolute path: their contents join the cache key, so a new MOFED build rebuilds this driver.
+   */
+  readonly dependencySymvers: readonly string[];
   /** Modules shipped ready-built in the image, one directory per kernel release (KMM layout); used when the running kernel's exists. */
   readonly prebuiltDir: string | undefined;
   readonly signing: { readonly privateKeyPath: string; readonly certificatePath: string } | undefined;
@@ -41,6 +46,7 @@ export const buildFlags = {
   'make-variables': optional,
   'build-recipe': optional,
   'prebuilt-modules-dir': optional,
+  'dependency-symvers': optional,
   'signing-key': optional,
   'signing-cert': optional,
 };
@@ -53,6 +59,7 @@ export function buildConfig(c: RawAgentConfig, problems: ConfigProblem[]): Build
     headersDirs: c['headers-dirs'] === undefined ? undefined : splitList(c['headers-dirs']),
     recipe: recipe(c, problems),
     prebuiltDir: c['prebuilt-modules-dir'],
+    dependencySymvers: absolutePathList(c['dependency-symvers'], 'dependency-symvers', problems),
     signing: signing(c, problems),
     cacheDir: c['cache-dir'],
   };

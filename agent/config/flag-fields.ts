@@ -33,3 +33,11 @@ export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function splitList(text: string): string[] {
   return text.split(/[\s,]+/).filter((s) => s !== '');
 }
+
+/** Absolute paths separated by spaces or commas; a relative one is a problem named by its flag. */
+export function absolutePathList(text: string | undefined, flag: string, problems: ConfigProblem[]): string[] {
+  const paths = splitList(text ?? '');
+  const bad = paths.filter((p) => !p.startsWith('/'));
+  if (bad.length > 0) problems.push(problem(flag, `not absolute paths: ${bad.join(', ')}`));
+  return paths;
+}

@@ -7,7 +7,7 @@ import {
   normalizeHexId,
   type DeviceSelector,
 } from '../detect/device-selector.ts';
-import { optional, problem, splitList } from './flag-fields.ts';
+import { absolutePathList, optional, problem, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
 /** Which devices are served, which modules are loaded with which parameters, and how. */
@@ -88,7 +88,7 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
     kernelAdapter: c.kernel,
     unloadOnStop: c['unload-on-stop'],
     modprobeConfigDir: c['modprobe-config-dir'],
-    deviceFilePrefixes: absolutePaths(c, 'device-file-prefixes', problems),
+    deviceFilePrefixes: absolutePathList(c['device-file-prefixes'], 'device-file-prefixes', problems),
     procDir: c['proc-dir'],
     simulated: {
       kernelRelease: c['simulated-kernel-release'],
@@ -96,13 +96,6 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
       initFailures: initFailures(c['simulated-init-failure'], problems),
     },
   };
-}
-
-function absolutePaths(c: RawAgentConfig, field: 'device-file-prefixes', problems: ConfigProblem[]): string[] {
-  const paths = splitList(c[field] ?? '');
-  const bad = paths.filter((p) => !p.startsWith('/'));
-  if (bad.length > 0) problems.push(problem(field, `not absolute paths: ${bad.join(', ')}`));
-  return paths;
 }
 
 function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist', problems: ConfigProblem[]): string[] {

@@ -83,7 +83,8 @@ describe('parseAgentConfig', () => {
       kind: 'dkms',
       packages: [{ directory: 'mlnx-ofa_kernel-25.10' }, { directory: 'nvidia-peermem', variables: { OFA_DIR: '{built:mlnx-ofa_kernel}', NV_KERNEL_MODULES: 'nvidia nvidia-peermem' } }],
     };
-    const c = parseAgentConfig([], { ...podEnv, BUILD_RECIPE: JSON.stringify(recipe), PREBUILT_MODULES_DIR: '/opt/lib/modules' });
+    const c = parseAgentConfig([], { ...podEnv, BUILD_RECIPE: JSON.stringify(recipe), PREBUILT_MODULES_DIR: '/opt/lib/modules', DEPENDENCY_SYMVERS: '/host/ofed/Module.symvers' });
+    expect(c.dependencySymvers).toEqual(['/host/ofed/Module.symvers']);
     expect(c.recipe).toEqual({ kind: 'dkms', packages: [{ directory: 'mlnx-ofa_kernel-25.10', variables: {} }, recipe.packages[1]] });
     expect(c.prebuiltDir).toBe('/opt/lib/modules');
   });
@@ -91,6 +92,7 @@ describe('parseAgentConfig', () => {
   it.each([
     ['a bad recipe field', { BUILD_RECIPE: '{"kind":"make","variables":{"SYSSRC":7}}' }, '--build-recipe / BUILD_RECIPE: build-recipe.variables.SYSSRC: '],
     ['a recipe that is not JSON', { BUILD_RECIPE: 'kind=make' }, '--build-recipe / BUILD_RECIPE: build-recipe: not JSON'],
+    ['a relative dependency Module.symvers', { DEPENDENCY_SYMVERS: 'ofed/Module.symvers' }, '--dependency-symvers / DEPENDENCY_SYMVERS: not absolute paths: ofed/Module.symvers'],
     ['a recipe and MAKE_VARIABLES', { BUILD_RECIPE: '{"kind":"kbuild"}', MAKE_VARIABLES: 'A=1' }, '--make-variables / MAKE_VARIABLES: give the variables in --build-recipe'],
   ])('rejects %s, naming the field', (_what, env, start) => {
     const problems = problemsOf([], { ...podEnv, ...env });
