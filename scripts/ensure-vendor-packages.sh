@@ -83,6 +83,21 @@ apt_update() {
   exit 1
 }
 
+# Fast path: the versions resolved last time still hold while apt's lists and our sources file
+# are unchanged, and every package directory is complete.
+resolved="$vendor/resolved"
+all_complete() {
+  local _ dir
+  while read -r _ dir; do [ -f "$dir/.complete" ] || return 1; done < "$resolved"
+}
+if [ -f "$resolved" ] && [ -f "$sources_file" ] && command -v dkms >/dev/null \
+  && [ -z "$(find /var/lib/apt/lists "$sources_file" -maxdepth 1 -newer "$resolved" -print -quit 2>/dev/null)" ] \
+  && [ "$(wc -l < "$resolved")" -eq "${#packages[@]}" ] \
+  && all_complete; then
+  cat "$resolved"
+  exit 0
+fi
+
 if ensure_sources; then apt_update; fi
 
 if ! command -v dkms >/dev/null; then
@@ -94,6 +109,7 @@ fi
 mkdir -p "$vendor"
 exec 9>"$vendor/.lock"
 flock 9
+rm -f "$resolved.tmp"
 
 # The GSP firmware must be the release the modules were built from (nvidia/<version>/gsp_*.bin):
 # bookworm-security may carry a newer firmware-nvidia-gsp than contrib's nvidia-open-kernel-dkms.
@@ -132,4 +148,6 @@ for p in "${packages[@]}"; do
     mv "$dir.tmp" "$dir"
   fi
   echo "$p $dir"
+  echo "$p $dir" >> "$resolved.tmp"
 done
+mv "$resolved.tmp" "$resolved"
