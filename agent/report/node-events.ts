@@ -49,7 +49,15 @@ export function nodeEvent(target: NodeEventTarget, input: NodeEventInput, now: D
  */
 export function createNodeEventRecorder(core: CoreV1Api, target: NodeEventTarget, now: () => Date) {
   const written = new Map<string, { name: string; count: number }>();
-  return async (input: NodeEventInput): Promise<void> => {
+  // One write at a time: two failures reported while the first create is still in flight (a slow
+  // API server) would otherwise both find nothing written and create two Events.
+  let queue: Promise<unknown> = Promise.resolve();
+  return (input: NodeEventInput): Promise<void> => {
+    const next = queue.then(() => record(input));
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  async function record(input: NodeEventInput): Promise<void> {
     const key = `${input.type}\u0000${input.reason}`;
     const seen = written.get(key);
     if (seen !== undefined) {
@@ -69,5 +77,5 @@ export function createNodeEventRecorder(core: CoreV1Api, target: NodeEventTarget
     }
     const created = await core.createNamespacedEvent({ namespace: NODE_EVENT_NAMESPACE, body: nodeEvent(target, input, now()) });
     written.set(key, { name: created.metadata.name ?? '', count: 1 });
-  };
+  }
 }

@@ -1,8 +1,9 @@
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, type V1Node } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
+import { expectNoChange } from '../../bed/expect-no-change.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
-import { installCrd, RolloutWorld } from './harness.ts';
+import { installCrd, RolloutWorld, TEST_NODE_LABEL } from './harness.ts';
 
 const kc = sharedCluster().kubeConfig();
 const world = new RolloutWorld(kc, 'invalid');
@@ -31,8 +32,15 @@ describe('an invalid DriverRollout', () => {
     expect(invalid?.message).toContain('spec.upgradePolicy.drain.podSelector');
     const events = await world.events('InvalidSpec', world.ns.name);
     expect(events).toEqual([expect.objectContaining({ object: 'driver', type: 'Warning', message: expect.stringContaining('spec.upgradePolicy.drain.podSelector') as unknown })]);
-    // Nothing else: no node was labelled, cordoned or touched, even a while later.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Nothing else: no node was labelled, cordoned or touched, now or in the next seconds.
+    const selector = `${TEST_NODE_LABEL}=${world.id}`;
+    await expectNoChange<V1Node>(world.kc, {
+      path: '/api/v1/nodes',
+      query: { labelSelector: selector },
+      list: () => world.core.listNode({ labelSelector: selector }),
+      forMs: 3_000,
+      unwanted: (_type, n) => (n.metadata?.labels?.[world.keys.upgradeState] !== undefined || n.spec?.unschedulable === true ? 'a node was touched' : undefined),
+    });
     for (const node of await world.nodes()) {
       expect(node.metadata?.labels?.[world.keys.upgradeState]).toBeUndefined();
       expect(node.spec?.unschedulable).not.toBe(true);
@@ -52,14 +60,14 @@ describe('an invalid DriverRollout', () => {
       },
       MERGE_PATCH,
     );
-    await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])), 20_000);
+    await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])), 150_000);
     const conditions = await waitForCondition((cs) => cs.find((c) => c.type === 'InvalidSpec')?.status !== 'True');
     expect(conditions.find((c) => c.type === 'InvalidSpec')?.status ?? 'False').toBe('False');
   });
 });
 
 async function waitForCondition(ok: (conditions: Condition[]) => boolean = (cs) => cs.some((c) => c.type === 'InvalidSpec')): Promise<Condition[]> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 150_000; // only catches a hang
   for (;;) {
     const conditions = ((await world.rollout()).status?.conditions ?? []) as Condition[];
     if (ok(conditions)) return conditions;

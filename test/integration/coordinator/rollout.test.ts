@@ -96,11 +96,16 @@ describe('a complete rollout on the real control plane', () => {
   });
 
   it('records GPU-Operator-worded Events on the nodes', async () => {
-    const events = await world.events(`${world.driver.toUpperCase()}DriverUpgrade`);
+    // An Event follows its label write: the last node's may land after the test saw the label.
     const node = world.nodeNames[0] ?? '';
-    const messages = events.filter((e) => e.object === node).map((e) => e.message);
-    expect(messages).toContain('Successfully updated node state label to [cordon-required]');
-    expect(messages).toContain('Successfully updated node state label to [upgrade-done]');
+    const wanted = ['Successfully updated node state label to [cordon-required]', 'Successfully updated node state label to [upgrade-done]'];
+    let messages: string[] = [];
+    await waitUntil(`Events ${JSON.stringify(wanted)} on ${node}`, async () => {
+      messages = (await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).filter((e) => e.object === node).map((e) => e.message);
+      return wanted.every((m) => messages.includes(m)) ? true : undefined;
+    }, { timeoutMs: 60_000 }).catch((error: unknown) => {
+      throw new Error(`${String(error)}; seen: ${JSON.stringify(messages)}`);
+    });
   });
 
   it('reports the outcome in the DriverRollout status and on /metrics', async () => {

@@ -1,4 +1,4 @@
-import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -136,7 +136,7 @@ function startAgent(node: Node, options: AgentOptions = {}) {
     stop: () => { stop.abort(); },
     done,
     /** The next reported state in `phase`, after the one the previous call returned. */
-    async next(phase: DriverPhase, timeoutMs = 15_000): Promise<DriverState> {
+    async next(phase: DriverPhase, timeoutMs = 120_000): Promise<DriverState> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const i = seen.findIndex((s, n) => n >= read && s.phase === phase);
@@ -156,11 +156,12 @@ const loadedNames = async (k: SimulatedKernel) => (await k.listLoaded()).map((m)
 const insmods = (k: SimulatedKernel) => k.history.filter((e) => e.op === 'insmod').map((e) => e.module);
 const exists = (path: string) => access(path).then(() => true, () => false);
 
-describe('runAgent with the simulated kernel', () => {
+// Compiles with kbuild: minutes on a loaded machine. The bounds only catch a hang.
+describe('runAgent with the simulated kernel', { timeout: 300_000 }, () => {
   it('loads the driver, and leaves it loaded on stop by default', async () => {
     const node = await aNode();
     const agent = startAgent(node);
-    const state = await agent.next('Loaded', 60_000);
+    const state = await agent.next('Loaded');
     expect(state).toMatchObject({ reason: 'Loaded', driverVersion: '2.0.0', deviceCount: 2 });
     expect(insmods(node.kernel)).toEqual(['drsample_core', 'drsample_net']);
     expect(await exists(agent.readyFile)).toBe(true);
@@ -169,7 +170,7 @@ describe('runAgent with the simulated kernel', () => {
     expect(agent.reporter.current().phase).toBe('Stopping');
     expect(await exists(agent.readyFile)).toBe(false);
     expect(await loadedNames(node.kernel)).toEqual(['drsample_core', 'drsample_net']);
-  }, 60_000);
+  }, 300_000);
 
   it('with unload-on-stop, unloads holders first on stop', async () => {
     const node = await aNode();
@@ -256,7 +257,7 @@ describe('runAgent with the simulated kernel', () => {
     const holder = await holdOpen(device);
     try {
       const v3 = startAgent(node, { version: '3.0.0', source: await writeSampleDriverSource(join(node.dir, 'src-3'), '3.0.0'), deviceFilePrefixes: join(node.dir, 'dev', 'drsample') });
-      const refused = await v3.next('Failed', 60_000);
+      const refused = await v3.next('Failed');
       expect(refused.reason).toBe('DriverInUse');
       expect(refused.message).toContain('driver is in use: drsample_core');
       expect(refused.message).toContain(`pid ${String(holder.pid)} (sleep) has ${device} open`);
@@ -270,7 +271,7 @@ describe('runAgent with the simulated kernel', () => {
     } finally {
       holder.kill();
     }
-  }, 60_000);
+  }, 300_000);
 
   it('a load failing on a GPU that nouveau holds says so', async () => {
     const node = await aNode(aNouveauNode());
@@ -291,10 +292,12 @@ describe('runAgent with the simulated kernel', () => {
     const agent = startAgent(node, { cacheDir: join(node.dir, 'cold-cache') });
     await agent.next('Building');
     await sleep(300);
-    const stopped = Date.now();
     agent.stop();
+    // Promptly: the compile was killed, not waited for, so nothing reached the module cache
+    // (a finished build stores a manifest.json). A stop that hung would fail by the test timeout.
     await agent.done;
-    expect(Date.now() - stopped).toBeLessThan(2000);
+    const stored = (await readdir(join(node.dir, 'cold-cache'), { recursive: true }).catch(() => [])).filter((f) => f.endsWith('manifest.json'));
+    expect(stored).toEqual([]);
     expect(insmods(node.kernel)).toEqual([]);
     expect(agent.reporter.current().phase).toBe('Stopping');
   });

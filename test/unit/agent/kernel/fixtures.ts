@@ -65,11 +65,11 @@ export async function aScratch(prefix: string, kernelVersion = '6.1.0-56-amd64')
   return { dir, sysModuleDir, tree: { root: join(dir, 'root'), kernelVersion, configDir: join(dir, 'modprobe.d') } };
 }
 
-/** A real process (`sleep`) holding `file` open on fd 3 until killed; resolves once it runs. */
+/** A real process (`sleep`) holding `file` open on fd 3 until killed (an hour at most, longer than any test on a loaded machine); resolves once it runs. */
 export async function holdOpen(file: string): Promise<ChildProcess> {
   const fd = openSync(file, 'r');
   try {
-    const child = spawn('sleep', ['60'], { stdio: ['ignore', 'ignore', 'inherit', fd] });
+    const child = spawn('sleep', ['3600'], { stdio: ['ignore', 'ignore', 'inherit', fd] });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', reject);
