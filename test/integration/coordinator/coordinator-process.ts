@@ -4,6 +4,7 @@ import { startProgram } from '../../bed/program-process.ts';
 
 export interface CoordinatorProcess {
   readonly identity: string;
+  readonly pid: number;
   /** The exit code, or null when a signal ended it. */
   readonly exited: Promise<number | null>;
   /** Sends `signal` unless it has exited already; resolves with the exit code (null: a signal ended it). */
@@ -37,6 +38,7 @@ export function spawnCoordinator(kubeconfigPath: string, namespace: string, iden
   const exited = coordinator.exit.then(({ code }) => code);
   return {
     identity,
+    pid: coordinator.pid,
     exited,
     async logged(message) {
       await coordinator.logLine((line) => line.msg === message);
