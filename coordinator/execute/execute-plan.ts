@@ -2,11 +2,12 @@ import type { V1Node } from '@kubernetes/client-node';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { NodeAction, NodeObjectAction, NodePlan, SetStateAction } from '../plan/action.ts';
-import { groupNodeActions, nodePatchOf } from '../plan/node-patch.ts';
+import { nodePatchOf } from '../plan/node-patch.ts';
 import type { PodRef } from '../plan/snapshot.ts';
 import { apiErrorMessage } from '../../shared/kube/api-error.ts';
 import { withTimeout } from '../with-timeout.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
+import { coalesceNodeActions } from './coalesce-node-actions.ts';
 
 export interface ExecuteHooks {
   readonly writer: ClusterWriter;
@@ -42,7 +43,8 @@ export interface ActionFailure {
 /**
  * Runs a plan's node plans, several nodes at once. Within one node the actions run in order and
  * the first failure drops the rest of that node's list: the next pass re-plans from what the
- * cluster then shows. Consecutive node-object actions become one merge patch. A refused
+ * cluster then shows. Node-object actions up to the next pod action become one merge patch, with
+ * the Events between them sent after it (coalesceNodeActions). A refused
  * eviction (429) and a failed Event do not stop the list.
  */
 export async function executePlan(nodePlans: readonly NodePlan[], hooks: ExecuteHooks): Promise<readonly ActionFailure[]> {
@@ -63,7 +65,7 @@ export async function executePlan(nodePlans: readonly NodePlan[], hooks: Execute
 
 async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
   let wrote = false;
-  for (const group of groupNodeActions(plan.actions)) {
+  for (const group of coalesceNodeActions(plan.actions)) {
     // Leadership lost: start no further change. The Events that report a change already made
     // are still recorded, or the history would miss a transition for good (the next leader
     // finds the state written and has nothing to report).
@@ -123,7 +125,7 @@ async function executeAction(action: NodeAction, hooks: ExecuteHooks): Promise<v
       }
       return;
     default:
-      // Node-object actions arrive grouped (see groupNodeActions); one alone is a one-action patch.
+      // Node-object actions arrive grouped (see coalesceNodeActions); one alone is a one-action patch.
       await patchNode(action.node, [action], hooks);
   }
 }

@@ -11,7 +11,8 @@
  *   state label is written before the node is uncordoned).
  * - Consecutive node-object actions (setState, cordon, uncordon, setAnnotation,
  *   removeAnnotation, clearSafeLoad) may be merged into one merge patch of the Node
- *   (`nodePatchOf` in node-patch.ts); that is equivalent and atomic.
+ *   (`nodePatchOf` in node-patch.ts); that is equivalent and atomic. Events between them may be
+ *   sent after that patch (they change nothing the planner reads).
  * - Every action is idempotent: setting a value that is already there, deleting or evicting a
  *   pod that is gone (404) or whose UID differs (409 precondition) is success.
  * - evictPod: HTTP 429 is not a failure of the node's list; report it back in the next snapshot

@@ -26,6 +26,7 @@ import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
+import { isStepOff } from './is-step-off.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
 import { buildRolloutStatus } from './rollout-status.ts';
@@ -258,13 +259,15 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
     if (!kept.includes(key) && view.annotations[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
   }
   actions.push({ kind: 'setAnnotation', node: name, key: keys.stateStartTime, value: toUnixSeconds(ctx.now) });
-  actions.push({
-    kind: 'emitEvent',
-    node: name,
-    type: 'Normal',
-    reason: ctx.policy.eventReason,
-    message: `Successfully updated node state label to [${result.to}]`,
-  });
+  if (!isStepOff(result.to, ctx.policy)) {
+    actions.push({
+      kind: 'emitEvent',
+      node: name,
+      type: 'Normal',
+      reason: ctx.policy.eventReason,
+      message: `Successfully updated node state label to [${result.to}]`,
+    });
+  }
   if (result.warning !== undefined) {
     actions.push({ kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message: result.warning });
   }
@@ -284,10 +287,29 @@ function recordReasonAnnotation(record: NodeRecord, policy: DriverRolloutPolicy)
   const name = record.node.view.snapshot.name;
   const current = record.node.view.annotations[key];
   if (record.reason === null) {
-    if (current !== undefined) addActions(record, [{ kind: 'removeAnnotation', node: name, key }]);
+    if (current !== undefined) addReasonAction(record, { kind: 'removeAnnotation', node: name, key });
     return;
   }
-  if (current !== record.reason.message) addActions(record, [{ kind: 'setAnnotation', node: name, key, value: record.reason.message }]);
+  if (current !== record.reason.message) addReasonAction(record, { kind: 'setAnnotation', node: name, key, value: record.reason.message });
+}
+
+/**
+ * Adds the reason annotation's change right after the node's last node-object action, before any
+ * trailing pod action or Event: the executor then writes it in the same patch as the pass's state
+ * change instead of in a patch of its own after the pod action. The reason is informational; it
+ * may be stored a moment before the deletion it describes is sent.
+ */
+function addReasonAction(record: NodeRecord, action: NodeAction): void {
+  let at = record.actions.length;
+  while (at > 0) {
+    const previous = record.actions[at - 1];
+    if (previous === undefined || isNodeObjectAction(previous)) break;
+    at -= 1;
+  }
+  // A list of pod actions only (a node waiting on a deletion or eviction) keeps the reason last.
+  if (at === 0) at = record.actions.length;
+  record.actions.splice(at, 0, action);
+  if (isNodeObjectAction(action)) applyNodeObjectAction(record.node.view, action);
 }
 
 function toNodeReason(record: NodeRecord, reason: Reason): NodeReason {

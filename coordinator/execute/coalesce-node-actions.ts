@@ -1,0 +1,34 @@
+import type { NodeAction, NodeObjectAction } from '../plan/action.ts';
+import { isNodeObjectAction } from '../plan/node-patch.ts';
+
+/**
+ * A node's action list as the executor runs it: every node-object action up to the next pod
+ * action (delete, evict) becomes one merge patch, and the Events between them are sent after
+ * that patch. One pass that moves a node through several states thus writes the Node once
+ * (labels, annotations and cordon together, atomically) instead of once per state. Equivalent to
+ * running the list in order: a merge patch applies its changes as if one after another, an Event
+ * changes nothing the planner reads, and if the patch fails none of the transitions it carries
+ * happened, so none of their Events is sent. Pod actions keep their place: a patch after a pod
+ * action is not moved before it.
+ */
+export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly NodeObjectAction[] | NodeAction)[] {
+  const groups: (readonly NodeObjectAction[] | NodeAction)[] = [];
+  let patch: NodeObjectAction[] = [];
+  let events: NodeAction[] = [];
+  const flush = (): void => {
+    if (patch.length > 0) groups.push(patch);
+    groups.push(...events);
+    patch = [];
+    events = [];
+  };
+  for (const action of actions) {
+    if (isNodeObjectAction(action)) patch.push(action);
+    else if (action.kind === 'emitEvent') events.push(action);
+    else {
+      flush();
+      groups.push(action);
+    }
+  }
+  flush();
+  return groups;
+}

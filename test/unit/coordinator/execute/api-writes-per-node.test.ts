@@ -1,0 +1,73 @@
+/**
+ * API writes the executor sends per upgraded node over a whole rollout (issue 16's target: at
+ * most 12, Events included), counted from the planner's own action lists as the executor groups
+ * them, in the simulated world of the planner's rollout tests.
+ */
+import { describe, expect, it } from 'vitest';
+import { coalesceNodeActions } from '../../../../coordinator/execute/coalesce-node-actions.ts';
+import type { NodeAction, NodeObjectAction } from '../../../../coordinator/plan/action.ts';
+import { nodePatchOf } from '../../../../coordinator/plan/node-patch.ts';
+import { stateOf } from '../../../../coordinator/plan/node-view.ts';
+import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
+import type { DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
+import type { ClusterSnapshot } from '../../../../coordinator/plan/snapshot.ts';
+import { KEYS, NOW, aCluster, aNode, aPod, aPolicy } from '../../coordinator/plan/fixtures.ts';
+import { evolve, execute, randomFrom } from '../../coordinator/plan/simulate.ts';
+
+interface Writes {
+  readonly perNode: Map<string, { patches: number; events: number; pods: number }>;
+  readonly storedStates: Set<string>;
+  readonly final: ClusterSnapshot;
+}
+
+function rollOut(start: ClusterSnapshot, policy: DriverRolloutPolicy): Writes {
+  let snapshot = start;
+  let now = NOW;
+  const random = randomFrom(7);
+  const perNode = new Map<string, { patches: number; events: number; pods: number }>();
+  const storedStates = new Set<string>();
+  for (let pass = 0; pass < 400; pass++) {
+    const plan = planUpgrades(snapshot, policy, now);
+    if (plan.nodePlans.length === 0 && snapshot.nodes.every((n) => stateOf(n.labels, KEYS.upgradeState) === 'upgrade-done')) break;
+    for (const { node, actions } of plan.nodePlans) {
+      const count = perNode.get(node) ?? { patches: 0, events: 0, pods: 0 };
+      for (const group of coalesceNodeActions(actions)) countWrite(group, count, storedStates);
+      perNode.set(node, count);
+    }
+    snapshot = evolve(execute(snapshot, plan, now), random, { progress: 1 });
+    now += 1_000;
+  }
+  return { perNode, storedStates, final: snapshot };
+}
+
+/** One executor request: a merge patch (noting the state label it stores), an Event, or a pod action. */
+function countWrite(group: readonly NodeObjectAction[] | NodeAction, count: { patches: number; events: number; pods: number }, storedStates: Set<string>): void {
+  if (!('kind' in group)) {
+    count.patches += 1;
+    const label = nodePatchOf(group).metadata?.labels?.[KEYS.upgradeState];
+    if (typeof label === 'string') storedStates.add(label);
+  } else if (group.kind === 'emitEvent') count.events += 1;
+  else count.pods += 1;
+}
+
+describe('API writes per upgraded node', () => {
+  const nodes = (resource = 'cpu'): ClusterSnapshot =>
+    aCluster(Array.from({ length: 20 }, (_, i) => aNode(`n${String(i).padStart(2, '0')}`).inState('upgrade-done').outdated().with(aPod(`web-${i}`).requesting(resource))));
+
+  it('no pod deletion, drain or validation, 10%: at most 12 per node (Events included); skipped states are never stored', () => {
+    const writes = rollOut(nodes(), aPolicy({ maxParallelUpgrades: 0, maxUnavailable: '10%' }));
+    expect(writes.final.nodes.every((n) => stateOf(n.labels, KEYS.upgradeState) === 'upgrade-done' && !n.unschedulable)).toBe(true);
+    const totals = [...writes.perNode.values()].map((c) => c.patches + c.events + c.pods);
+    expect(writes.perNode.size).toBe(20);
+    expect(Math.max(...totals)).toBeLessThanOrEqual(12);
+    expect(writes.storedStates.has('pod-deletion-required')).toBe(false);
+    expect(writes.storedStates.has('drain-required')).toBe(false);
+    expect([...writes.storedStates]).toEqual(expect.arrayContaining(['upgrade-required', 'wait-for-jobs-required', 'pod-restart-required', 'upgrade-done']));
+  });
+
+  it('with pod deletion on and device pods to delete, pod-deletion-required is stored as before', () => {
+    const writes = rollOut(nodes('nvidia.com/gpu'), aPolicy({ maxParallelUpgrades: 0, maxUnavailable: '10%', podDeletion: {}, drain: { enable: true } }));
+    expect(writes.final.nodes.every((n) => stateOf(n.labels, KEYS.upgradeState) === 'upgrade-done')).toBe(true);
+    expect(writes.storedStates.has('pod-deletion-required')).toBe(true);
+  });
+});

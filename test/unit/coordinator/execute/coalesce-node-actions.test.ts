@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { coalesceNodeActions } from '../../../../coordinator/execute/coalesce-node-actions.ts';
+import type { NodeAction } from '../../../../coordinator/plan/action.ts';
+import { driverKeys } from '../../../../shared/keys.ts';
+
+const keys = driverKeys('gpu');
+const state = (from: 'upgrade-required' | 'cordon-required', to: 'cordon-required' | 'wait-for-jobs-required'): NodeAction => ({
+  kind: 'setState', node: 'n1', labelKey: keys.upgradeState, from, to, fromSince: null, upgradeStartedAt: null,
+});
+const event = (message: string): NodeAction => ({ kind: 'emitEvent', node: 'n1', type: 'Normal', reason: 'GPUDriverUpgrade', message });
+const cordon: NodeAction = { kind: 'cordon', node: 'n1' };
+const ann: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgradeStartTime, value: '1' };
+const del: NodeAction = { kind: 'deleteDriverPod', node: 'n1', pod: { namespace: 'd', name: 'p', uid: 'u' } };
+const reason: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgradeReason, value: 'waiting' };
+
+describe('coalesceNodeActions', () => {
+  it.each<[string, NodeAction[], unknown[]]>([
+    ['two transitions in one pass: one patch, then both Events in order', [ann, state('upgrade-required', 'cordon-required'), event('a'), cordon, state('cordon-required', 'wait-for-jobs-required'), event('b')], [[ann, state('upgrade-required', 'cordon-required'), cordon, state('cordon-required', 'wait-for-jobs-required')], event('a'), event('b')]],
+    ['a pod action is a boundary: the patch after it stays after it', [state('upgrade-required', 'cordon-required'), event('a'), del, reason], [[state('upgrade-required', 'cordon-required')], event('a'), del, [reason]]],
+    ['Events before a pod action are sent before it', [event('w'), del], [event('w'), del]],
+    ['nothing to group', [], []],
+  ])('%s', (_name, actions, expected) => {
+    expect(coalesceNodeActions(actions)).toEqual(expected);
+  });
+
+  it('keeps every action exactly once and pod actions in their order', () => {
+    const actions = [ann, event('a'), del, state('upgrade-required', 'cordon-required'), event('b'), del, reason];
+    const flat = coalesceNodeActions(actions).flatMap((g): readonly NodeAction[] => ('kind' in g ? [g] : g));
+    expect(flat).toHaveLength(actions.length);
+    expect(flat.filter((a) => a.kind === 'deleteDriverPod')).toHaveLength(2);
+  });
+});
