@@ -1,23 +1,142 @@
 /**
- * `npm run bench`: speed and memory targets, measured here rather than in timed unit tests.
- * Prints one row per benchmark and exits 1 when a target is missed. Figures depend on the
- * machine and its load: compare runs on the same machine, quiet.
+ * `npm run bench [-- flags]`: speed and memory figures, measured here rather than in timed unit
+ * tests (see bench/README.md for every flag). Prints the machine and its load, and for each
+ * figure min / median / max over the runs; writes bench/results/<suite>.json and the Markdown
+ * table bench/results/README.md. `--check` exits 1 when a figure misses its target; `--stored`
+ * checks the stored results without running anything.
  */
-import { measure, type BenchmarkResult } from './benchmark.ts';
-import { planUpgradesBenchmarks } from './plan-upgrades.bench.ts';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadavg } from 'node:os';
+import { describeMachine, machineLine, round } from './lib/machine.ts';
+import { barChart, figureLine, isMet, RESULTS_DIR, saveSuite, type Figure, type SuiteResult } from './lib/results.ts';
+import { spreadOf } from './lib/stats.ts';
+import { plannerFigures } from './suites/planner.ts';
+import { measureRollout, type RolloutCase, type RolloutMeasurement } from './suites/rollout.ts';
 
-const results: BenchmarkResult[] = [];
-for (const b of planUpgradesBenchmarks()) {
-  const r = measure(b);
-  results.push(r);
-  const target = r.targetMedianMs === undefined ? '' : ` target ≤ ${r.targetMedianMs} ms: ${r.met === true ? 'met' : 'MISSED'}`;
-  console.log(
-    `${r.name.padEnd(58)} median ${r.medianMs.toFixed(1).padStart(6)} ms  min ${r.minMs.toFixed(1).padStart(6)} ms  ` +
-      `p90 ${r.p90Ms.toFixed(1).padStart(6)} ms  heap ${r.heapDeltaMb.toFixed(1).padStart(6)} MiB${target}`,
-  );
+const SUITES = ['planner', 'rollout', 'memory', 'gate', 'agent'] as const;
+type Suite = (typeof SUITES)[number];
+
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string', default: 'planner' },
+    check: { type: 'boolean', default: false },
+    stored: { type: 'boolean', default: false },
+    runs: { type: 'string', default: '5' },
+    'planner-nodes': { type: 'string', default: '1000,5000,10000' },
+    nodes: { type: 'string', default: '100,200,300,1000' },
+    unavailable: { type: 'string', default: '10,100' },
+    reload: { type: 'string', default: '0,30' },
+    'rollout-runs': { type: 'string', default: '1' },
+    'memory-nodes': { type: 'string', default: '5000' },
+    'gate-runs': { type: 'string', default: '100' },
+  },
+});
+
+const numbers = (text: string, allowZero = false): number[] =>
+  text.split(',').map((s) => Number(s.replace('%', '').trim())).filter((n) => Number.isFinite(n) && (n > 0 || (allowZero && n === 0)));
+
+async function main(): Promise<number> {
+  if (values.stored) return report(await storedResults());
+  const selected = values.only === 'all' ? [...SUITES] : values.only.split(',').map((s) => s.trim());
+  const unknown = selected.filter((s) => !(SUITES as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    console.error(`unknown suite(s) ${unknown.join(', ')}; choose from ${SUITES.join(', ')} or all`);
+    return 2;
+  }
+  const results: SuiteResult[] = [];
+  for (const suite of selected as Suite[]) {
+    const machine = describeMachine();
+    console.log(`\n== ${suite} on ${machineLine(machine)}`);
+    const { figures, notes, chart } = await runSuite(suite);
+    const result: SuiteResult = { suite, machine, loadAtEnd: loadavg().map((l) => round(l, 2)), figures, notes, ...(chart === undefined ? {} : { chart }) };
+    for (const f of figures) console.log(figureLine(f));
+    for (const n of notes) console.log(`  ${n}`);
+    if (chart !== undefined) console.log(chart);
+    await saveSuite(result);
+    results.push(result);
+  }
+  return report(results);
 }
-const missed = results.filter((r) => r.met === false);
-if (missed.length > 0) {
-  console.log(`${missed.length} target(s) missed: ${missed.map((r) => r.name).join('; ')}`);
-  process.exitCode = 1;
+
+function report(results: readonly SuiteResult[]): number {
+  const missed = results.flatMap((r) => r.figures.filter((f) => isMet(f) === false).map((f) => `${r.suite}: ${f.name}`));
+  const checked = results.flatMap((r) => r.figures.filter((f) => f.target !== undefined)).length;
+  console.log(`\n${checked} figure(s) with a target, ${missed.length} missed${missed.length > 0 ? `: ${missed.join('; ')}` : ''}`);
+  return values.check && missed.length > 0 ? 1 : 0;
 }
+
+async function storedResults(): Promise<SuiteResult[]> {
+  const files = (await readdir(RESULTS_DIR)).filter((f) => f.endsWith('.json'));
+  const results = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(RESULTS_DIR, f), 'utf8')) as SuiteResult));
+  for (const r of results) {
+    console.log(`\n== ${r.suite} (stored, ${machineLine(r.machine)})`);
+    for (const f of r.figures) console.log(figureLine(f));
+  }
+  return results;
+}
+
+async function runSuite(suite: Suite): Promise<{ figures: Figure[]; notes: string[]; chart?: string }> {
+  switch (suite) {
+    case 'planner':
+      return { figures: plannerFigures(numbers(values['planner-nodes']), Number(values.runs)), notes: [] };
+    case 'rollout':
+      return rolloutSuite();
+    default:
+      throw new Error(`suite ${suite} is not implemented yet`);
+  }
+}
+
+async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; chart: string }> {
+  const cases: RolloutCase[] = [];
+  for (const reloadSeconds of numbers(values.reload, true)) {
+    for (const nodes of numbers(values.nodes)) {
+      for (const unavailablePercent of numbers(values.unavailable)) cases.push({ nodes, unavailablePercent, reloadSeconds });
+    }
+  }
+  const figures: Figure[] = [];
+  const notes: string[] = [];
+  const bars: { label: string; value: number; mark?: number }[] = [];
+  for (const c of dedupe(cases)) {
+    const runs: RolloutMeasurement[] = [];
+    for (let i = 0; i < Number(values['rollout-runs']); i++) {
+      runs.push(await measureRollout(c, (line) => {
+        console.log(`  [${new Date().toISOString().slice(11, 19)}] ${line}`);
+      }));
+    }
+    const label = `${c.nodes} nodes, ${c.unavailablePercent}%, reload ${c.reloadSeconds} s`;
+    const last = runs.at(-1);
+    if (last === undefined) continue;
+    const of = (pick: (m: RolloutMeasurement) => number) => spreadOf(runs.map(pick));
+    figures.push(
+      { name: `rollout ${label}: wall time`, unit: 's', spread: of((m) => m.wallSeconds), details: { ...last } },
+      { name: `rollout ${label}: ideal (${last.waves} waves × ${last.singleReplaceSeconds} s pod replace)`, unit: 's', spread: of((m) => m.idealSeconds) },
+      { name: `rollout ${label}: wall / ideal`, unit: '×', spread: of((m) => m.ratio), ...(c.nodes === 1000 && c.unavailablePercent === 10 && c.reloadSeconds === 30 ? { target: { op: '<=' as const, value: 1.1 } } : {}) },
+      { name: `rollout ${label}: controller overhead per wave`, unit: 's', spread: of((m) => m.overheadPerWaveSeconds), ...(c.nodes === 200 && c.unavailablePercent === 10 && c.reloadSeconds === 0 ? { target: { op: '<=' as const, value: 1 } } : {}) },
+      { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
+      { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
+      { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
+    );
+    notes.push(
+      `${label}: coordinator requests per node by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}; ` +
+        `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
+        `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; ` +
+        `wave ends ${last.doneTimesSeconds.join(', ')} s`,
+    );
+    bars.push({ label, value: last.wallSeconds, mark: last.idealSeconds });
+  }
+  return { figures, notes, chart: barChart(bars, 's') };
+}
+
+function dedupe(cases: readonly RolloutCase[]): RolloutCase[] {
+  const seen = new Set<string>();
+  return cases.filter((c) => {
+    const key = `${c.nodes}/${c.unavailablePercent}/${c.reloadSeconds}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+process.exitCode = await main();

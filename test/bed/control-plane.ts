@@ -1,6 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +45,10 @@ export interface StartOptions {
   readonly realNodeLabels?: Readonly<Record<string, string>>;
   /** `full` only: KWOK nodes to create, with the labels the caller chooses; started once all are Ready. */
   readonly nodes?: readonly FakeNodeSpec[];
+  /** `full` only: KWOK waits this long before a new pod runs (and, without readiness gates, turns Ready): a driver's reload time. */
+  readonly podStartDelayMs?: number;
+  /** More kube-apiserver flags (e.g. an audit policy for benchmarks). */
+  readonly apiServerArgs?: readonly string[];
 }
 
 const SERVICE_CIDR = '10.96.0.0/16';
@@ -101,6 +105,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       '--allow-privileged=true',
       '--profiling=false',
       '--v=0',
+      ...(options.apiServerArgs ?? []),
     ];
     let apiserver = startSupervised(workDir, 'kube-apiserver', join(binDir, 'kube-apiserver'), apiArgs);
     processes.push(apiserver);
@@ -143,7 +148,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
           '--cidr=10.128.0.0/9',
           '--node-lease-duration-seconds=40',
           `--server-address=127.0.0.1:${await freePort()}`,
-          ...kwokStageFiles(binDir).map((f) => `--config=${f}`),
+          ...(await kwokStageFiles(binDir, workDir, options.podStartDelayMs ?? 0)).map((f) => `--config=${f}`),
         ]),
       );
       // The service-account controller creating `default` proves the controller manager runs.
@@ -187,15 +192,22 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
   }
 }
 
-/** KWOK's stock node stages and pod deletion (from its module, cached beside the binary) plus our pod stages. */
-function kwokStageFiles(binDir: string): string[] {
+/**
+ * KWOK's stock node stages and pod deletion (from its module, cached beside the binary) plus our
+ * pod stages; with a start delay, a copy of ours whose pod-running stage waits that long.
+ */
+async function kwokStageFiles(binDir: string, workDir: string, podStartDelayMs: number): Promise<string[]> {
   const stock = join(binDir, 'kwok-stages');
-  return [
-    join(stock, 'node-initialize.yaml'),
-    join(stock, 'node-heartbeat-with-lease.yaml'),
-    join(stock, 'pod-delete.yaml'),
-    join(import.meta.dirname, 'kwok-pod-stages.yaml'),
-  ];
+  const ours = join(import.meta.dirname, 'kwok-pod-stages.yaml');
+  let podStages = ours;
+  if (podStartDelayMs > 0) {
+    const running = 'metadata:\n  name: driver-rollout-pod-running\nspec:\n';
+    const text = await readFile(ours, 'utf8');
+    if (!text.includes(running)) throw new Error(`${ours}: no pod-running stage to delay`);
+    podStages = join(workDir, 'kwok-pod-stages-delayed.yaml');
+    await writeFile(podStages, text.replace(running, `${running}  delay:\n    durationMilliseconds: ${Math.round(podStartDelayMs)}\n`));
+  }
+  return [join(stock, 'node-initialize.yaml'), join(stock, 'node-heartbeat-with-lease.yaml'), join(stock, 'pod-delete.yaml'), podStages];
 }
 
 function loadAdmin(path: string): KubeConfig {

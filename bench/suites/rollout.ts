@@ -1,0 +1,370 @@
+/**
+ * A whole rollout on the real control plane (test/bed, profile `full`): N KWOK nodes, a driver
+ * DaemonSet (OnDelete) whose pods the real DaemonSet controller recreates, KWOK making each new
+ * pod Ready after the reload delay, and the coordinator as its own process (coordinator/main.ts)
+ * with a ServiceAccount token, so the API server's audit log can attribute requests to it.
+ *
+ * Per case: wall time from the template change to the last node back in upgrade-done; the ideal
+ * (waves × the measured time for one driver pod to be deleted, recreated and become Ready, delay
+ * included); their ratio; controller overhead per wave ((wall − ideal) / waves); the
+ * coordinator's API requests per upgraded node by verb (audit log) and the cluster's
+ * apiserver_request_total by verb during the rollout; new TCP connections from the coordinator
+ * to the API server during the rollout; the most nodes out of service at once (must never
+ * exceed maxUnavailable).
+ */
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { UPGRADING_STATES } from '../../coordinator/plan/pool-capacity.ts';
+import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../../coordinator/policy/driver-rollout-spec.ts';
+import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
+import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
+import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
+import { startProgram } from '../../test/bed/program-process.ts';
+import { installCrd } from '../../test/integration/coordinator/harness.ts';
+import { round } from '../lib/machine.ts';
+import { quantile } from '../lib/stats.ts';
+
+export interface RolloutCase {
+  readonly nodes: number;
+  /** maxUnavailable as a percentage of the nodes, e.g. 10. */
+  readonly unavailablePercent: number;
+  /** KWOK's delay before a new driver pod runs and turns Ready (the driver reload). */
+  readonly reloadSeconds: number;
+}
+
+export interface RolloutMeasurement {
+  readonly case: RolloutCase;
+  readonly wallSeconds: number;
+  readonly singleReplaceSeconds: number;
+  readonly singleReplaceSamples: readonly number[];
+  readonly waves: number;
+  readonly idealSeconds: number;
+  readonly ratio: number;
+  readonly overheadPerWaveSeconds: number;
+  /** The coordinator's requests during the rollout, by verb (audit log), per upgraded node. */
+  readonly requestsPerNode: Readonly<Record<string, number>>;
+  readonly writesPerNode: number;
+  readonly eventsPerNode: number;
+  /** Every client's requests during the rollout (apiserver_request_total), by verb. */
+  readonly clusterRequests: Readonly<Record<string, number>>;
+  readonly newConnections: number;
+  readonly peakConnections: number;
+  readonly maxOutOfService: number;
+  readonly allowedOutOfService: number;
+  readonly coordinatorRssMb: number;
+  /** Seconds from the change to each wave's last node done: where the time goes. */
+  readonly doneTimesSeconds: readonly number[];
+}
+
+const DRIVER = 'bench';
+const KEYS = driverKeys(DRIVER);
+const NS = 'bench';
+const SA = 'coordinator';
+const NODE_LABEL = 'driver-rollout.bench/node';
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+let caseNumber = 0;
+
+export async function measureRollout(c: RolloutCase, log: (line: string) => void): Promise<RolloutMeasurement> {
+  caseNumber += 1;
+  const base = join(tmpdir(), `driver-rollout-bench-${process.pid}-${caseNumber}`);
+  const auditPolicy = `${base}-audit-policy.yaml`;
+  const auditLog = `${base}-audit.log`;
+  await writeFile(auditPolicy, auditPolicyYaml(`system:serviceaccount:${NS}:${SA}`));
+  const plane = await startControlPlane({
+    profile: 'full',
+    controllerQps: 2_000,
+    podStartDelayMs: c.reloadSeconds * 1000,
+    apiServerArgs: [`--audit-policy-file=${auditPolicy}`, `--audit-log-path=${auditLog}`, '--audit-log-format=json', '--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'],
+  });
+  try {
+    return await runCase(plane, c, auditLog, log);
+  } finally {
+    await plane.stop();
+    await rm(auditPolicy, { force: true });
+    await rm(auditLog, { force: true });
+  }
+}
+
+async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, log: (line: string) => void): Promise<RolloutMeasurement> {
+  const kc = plane.kubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const names = Array.from({ length: c.nodes }, (_, i) => `bench-${String(i).padStart(5, '0')}`);
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  await installCrd(kc);
+  const coordinatorKubeconfig = await serviceAccountKubeconfig(plane, kc);
+
+  log(`creating ${c.nodes} KWOK nodes`);
+  await inBatches(names, 50, async (name) => {
+    await core.createNode({
+      body: {
+        metadata: { name, labels: { 'kubernetes.io/hostname': name, type: 'kwok', [NODE_LABEL]: 'true' }, annotations: { [KWOK_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' } },
+      },
+    });
+  });
+  await until(`${c.nodes} nodes Ready`, 600_000, async () => (await core.listNode({ labelSelector: NODE_LABEL })).items.filter(isNodeReady).length === c.nodes);
+
+  log('creating the driver DaemonSet');
+  await apps.createNamespacedDaemonSet({ namespace: NS, body: daemonSet('driver:v1') });
+  await until(`${c.nodes} driver pods Ready`, 900_000, async () => readyDriverPods(await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }), 'driver:v1') === c.nodes);
+
+  const samples: number[] = [];
+  for (const node of names.slice(0, 3)) samples.push(await replaceOnePod(core, node));
+  const single = quantile([...samples].sort((a, b) => a - b), 0.5);
+  log(`one driver pod replaced in ${samples.map((s) => s.toFixed(2)).join(', ')} s`);
+
+  const allowed = Math.ceil((c.nodes * c.unavailablePercent) / 100);
+  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: DRIVER_ROLLOUT_GROUP,
+    version: DRIVER_ROLLOUT_VERSION,
+    plural: DRIVER_ROLLOUT_PLURAL,
+    namespace: NS,
+    body: {
+      apiVersion: `${DRIVER_ROLLOUT_GROUP}/${DRIVER_ROLLOUT_VERSION}`,
+      kind: 'DriverRollout',
+      metadata: { name: 'driver', namespace: NS },
+      spec: { driverName: DRIVER, selector: { matchLabels: { app: 'driver' } }, upgradePolicy: { maxParallelUpgrades: 0, maxUnavailable: `${c.unavailablePercent}%` } },
+    },
+  });
+  const coordinator = startProgram('coordinator/main.ts', {
+    env: {},
+    args: ['--kubeconfig', coordinatorKubeconfig, '--namespace', NS, '--lease-namespace', NS, '--identity', 'bench', '--metrics-port', '0', '--log-level', 'warn'],
+  });
+  const apiPort = Number(new URL(plane.server).port);
+  const sampler = sampleApiConnections(coordinator.pid, apiPort, 50);
+  try {
+    await until('every node upgrade-done before the change', 600_000, async () => {
+      const nodes = (await core.listNode({ labelSelector: NODE_LABEL })).items;
+      return nodes.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
+    });
+    const connectionsBefore = new Set(sampler.seen());
+    const metricsBefore = await requestTotals(kc, plane.server);
+    const auditOffset = (await stat(auditLog)).size;
+    const progress = await watchProgress(kc);
+
+    log(`changing the driver template (${c.nodes} nodes, maxUnavailable ${c.unavailablePercent}% = ${allowed}, reload ${c.reloadSeconds} s)`);
+    const t0 = performance.now();
+    await apps.patchNamespacedDaemonSet({ name: 'driver', namespace: NS, body: { spec: { template: { spec: { containers: [{ name: 'driver', image: 'driver:v2' }] } } } } }, MERGE_PATCH);
+    const timeoutMs = Math.max(600_000, (Math.ceil(c.nodes / allowed) * (c.reloadSeconds + 30)) * 1000);
+    await until('every node upgraded', timeoutMs, () => Promise.resolve(progress.doneCount() === c.nodes), 100);
+    const doneAt = progress.doneTimes().map((t) => (t - t0) / 1000).sort((a, b) => a - b);
+    const wall = doneAt.at(-1) ?? Number.NaN;
+    progress.stop();
+    await sampler.stop();
+    const metricsAfter = await requestTotals(kc, plane.server);
+    const requests = await auditCounts(auditLog, auditOffset);
+    const opened = [...sampler.seen()].filter((s) => !connectionsBefore.has(s)).length;
+    const rss = await rssMb(coordinator.pid);
+    const waves = Math.ceil(c.nodes / allowed);
+    const ideal = waves * single;
+    const perNode = Object.fromEntries(Object.entries(requests).map(([verb, n]) => [verb, round(n / c.nodes, 2)]));
+    const writes = Object.entries(requests).filter(([verb]) => WRITE_VERBS.has(verb)).reduce((sum, [, n]) => sum + n, 0);
+    return {
+      case: c,
+      wallSeconds: round(wall, 2),
+      singleReplaceSeconds: round(single, 2),
+      singleReplaceSamples: samples.map((s) => round(s, 2)),
+      waves,
+      idealSeconds: round(ideal, 2),
+      ratio: round(wall / ideal, 3),
+      overheadPerWaveSeconds: round((wall - ideal) / waves, 3),
+      requestsPerNode: perNode,
+      writesPerNode: round(writes / c.nodes, 2),
+      eventsPerNode: round((requests['create:events'] ?? 0) / c.nodes, 2),
+      clusterRequests: diff(metricsAfter, metricsBefore),
+      newConnections: opened,
+      peakConnections: sampler.peak(),
+      maxOutOfService: progress.maxOutOfService(),
+      allowedOutOfService: allowed,
+      coordinatorRssMb: rss,
+      doneTimesSeconds: waveEnds(doneAt, allowed),
+    };
+  } finally {
+    await sampler.stop();
+    coordinator.signal('SIGKILL');
+    await coordinator.exited;
+  }
+}
+
+function waveEnds(doneAt: readonly number[], perWave: number): number[] {
+  const ends: number[] = [];
+  for (let i = perWave - 1; i < doneAt.length; i += perWave) ends.push(round(doneAt[i] ?? Number.NaN, 2));
+  if (doneAt.length % perWave !== 0) ends.push(round(doneAt.at(-1) ?? Number.NaN, 2));
+  return ends;
+}
+
+function daemonSet(image: string) {
+  return {
+    metadata: { name: 'driver', namespace: NS, labels: { app: 'driver' } },
+    spec: {
+      selector: { matchLabels: { app: 'driver' } },
+      updateStrategy: { type: 'OnDelete' },
+      template: {
+        metadata: { labels: { app: 'driver' } },
+        spec: { nodeSelector: { [NODE_LABEL]: 'true' }, tolerations: [{ operator: 'Exists' }], terminationGracePeriodSeconds: 0, containers: [{ name: 'driver', image }] },
+      },
+    },
+  };
+}
+
+/** Deletes the driver pod on `node` and waits for its replacement to be Ready: seconds. */
+async function replaceOnePod(core: CoreV1Api, node: string): Promise<number> {
+  const list = async (): Promise<V1Pod[]> => (await core.listNamespacedPod({ namespace: NS, fieldSelector: `spec.nodeName=${node}` })).items;
+  const old = (await list())[0];
+  if (old?.metadata?.name === undefined) throw new Error(`no driver pod on ${node}`);
+  const t0 = performance.now();
+  await core.deleteNamespacedPod({ name: old.metadata.name, namespace: NS });
+  await until(`a new Ready driver pod on ${node}`, 300_000, async () => (await list()).some((p) => p.metadata?.uid !== old.metadata?.uid && isPodReady(p)), 25);
+  return (performance.now() - t0) / 1000;
+}
+
+interface Progress {
+  doneCount(): number;
+  doneTimes(): number[];
+  maxOutOfService(): number;
+  stop(): void;
+}
+
+/** Watches the nodes: when each leaves upgrade-done and comes back (uncordoned), and the most out of service at once. */
+async function watchProgress(kc: KubeConfig): Promise<Progress> {
+  const latest = new Map<string, V1Node>();
+  const left = new Set<string>();
+  const done = new Map<string, number>();
+  let maxOut = 0;
+  const controller = await new Watch(kc).watch('/api/v1/nodes', { labelSelector: NODE_LABEL }, (type: string, node: V1Node) => {
+    const name = node.metadata?.name ?? '';
+    if (type === 'DELETED') return;
+    latest.set(name, node);
+    const state = node.metadata?.labels?.[KEYS.upgradeState] ?? 'unknown';
+    if (state !== 'upgrade-done') left.add(name);
+    else if (left.has(name) && node.spec?.unschedulable !== true && !done.has(name)) done.set(name, performance.now());
+    let out = 0;
+    for (const n of latest.values()) if (n.spec?.unschedulable === true || (UPGRADING_STATES as ReadonlySet<string>).has(n.metadata?.labels?.[KEYS.upgradeState] ?? '')) out += 1;
+    maxOut = Math.max(maxOut, out);
+  }, () => undefined);
+  return {
+    doneCount: () => done.size,
+    doneTimes: () => [...done.values()],
+    maxOutOfService: () => maxOut,
+    stop: () => {
+      controller.abort();
+    },
+  };
+}
+
+/** A kubeconfig with a cluster-admin ServiceAccount's token, so audit entries name the coordinator. */
+async function serviceAccountKubeconfig(plane: ControlPlane, kc: KubeConfig): Promise<string> {
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: SA } } });
+  await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+    body: { metadata: { name: 'bench-coordinator' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: SA, namespace: NS }] },
+  });
+  const token = await core.createNamespacedServiceAccountToken({ name: SA, namespace: NS, body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } } });
+  const ca = kc.getCurrentCluster()?.caFile ?? join(plane.workDir, 'pki', 'ca.crt');
+  const path = join(plane.workDir, 'coordinator.kubeconfig');
+  await writeFile(path, `apiVersion: v1
+kind: Config
+clusters: [{ name: bench, cluster: { server: "${plane.server}", certificate-authority: "${ca}" } }]
+users: [{ name: coordinator, user: { token: "${token.status?.token ?? ''}" } }]
+contexts: [{ name: bench, context: { cluster: bench, user: coordinator } }]
+current-context: bench
+`);
+  return path;
+}
+
+function auditPolicyYaml(user: string): string {
+  return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  users: ["${user}"]
+- level: None
+`;
+}
+
+/** Requests in the audit log after `offset`, by verb, and Events separately as `create:events`. */
+async function auditCounts(path: string, offset: number): Promise<Record<string, number>> {
+  const text = (await readFile(path)).subarray(offset).toString('utf8');
+  const counts: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const entry = JSON.parse(line) as { verb?: string; stage?: string; objectRef?: { resource?: string } };
+    if (entry.stage !== 'ResponseComplete' || entry.verb === undefined) continue;
+    counts[entry.verb] = (counts[entry.verb] ?? 0) + 1;
+    if (entry.verb === 'create' && entry.objectRef?.resource === 'events') counts['create:events'] = (counts['create:events'] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** apiserver_request_total summed by verb (every client). */
+async function requestTotals(kc: KubeConfig, server: string): Promise<Record<string, number>> {
+  const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  await kc.applyToHTTPSOptions(opts);
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = request(`${server}/metrics`, { ca: opts.ca, cert: opts.cert, key: opts.key }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const totals: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (verb !== undefined && Number.isFinite(value)) totals[verb] = (totals[verb] ?? 0) + value;
+  }
+  return totals;
+}
+
+function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]): [string, number] => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+  return round(kb / 1024, 1);
+}
+
+function isNodeReady(n: V1Node): boolean {
+  return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+function isPodReady(p: V1Pod): boolean {
+  return p.metadata?.deletionTimestamp == null && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+function readyDriverPods(list: { items: V1Pod[] }, image: string): number {
+  return list.items.filter((p) => isPodReady(p) && p.spec?.containers[0]?.image === image).length;
+}
+
+async function inBatches<T>(items: readonly T[], size: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++];
+      if (item !== undefined) await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: size }, worker));
+}
+
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>, intervalMs = 1_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
