@@ -20,6 +20,7 @@ import {
 } from '../policy/driver-rollout-spec.ts';
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { startInformer, type ResourceCache, type ResourceInformer } from './resource-informer.ts';
+import { trimManagedFields, trimNode, trimPod } from './trim-cached-object.ts';
 
 export type CacheKind = 'nodes' | 'pods' | 'daemonsets' | 'controllerrevisions' | 'poddisruptionbudgets' | 'driverrollouts';
 
@@ -81,6 +82,7 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
     path: string,
     list: () => Promise<KubernetesListObject<T>>,
     indexes?: Readonly<Record<string, (o: T) => string | undefined>>,
+    trim: (o: T) => void = trimManagedFields,
   ): ResourceInformer<T> => {
     const kind = name.replace(/\(.*\)$/, '') as CacheKind;
     const informer = startInformer<T>({
@@ -88,6 +90,7 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
       path,
       list,
       logger,
+      trim,
       onChange: (object) => {
         onChange(kind, object);
       },
@@ -112,8 +115,8 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
   const crd = { group: DRIVER_ROLLOUT_GROUP, version: DRIVER_ROLLOUT_VERSION, plural: DRIVER_ROLLOUT_PLURAL };
 
   const caches = {
-    nodes: start<V1Node>('nodes', '/api/v1/nodes', () => core.listNode()),
-    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), POD_INDEXES),
+    nodes: start<V1Node>('nodes', '/api/v1/nodes', () => core.listNode(), undefined, trimNode),
+    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), POD_INDEXES, trimPod),
     daemonSets: perNamespace<V1DaemonSet>(
       'daemonsets',
       '/apis/apps/v1/{ns}/daemonsets',

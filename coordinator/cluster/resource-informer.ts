@@ -32,6 +32,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   /** Secondary indexes for `byIndex`, by name: each gives an object's key (e.g. a pod's node name) or undefined. */
   readonly indexes?: Readonly<Record<string, (object: T) => string | undefined>>;
   readonly labelSelector?: string;
+  /** Drops, in place, what no reader needs, before the object is stored (see trim-cached-object.ts). */
+  readonly trim?: (object: T) => void;
   /** Restart backoff after an error; doubles up to `maxBackoffMs`. */
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
@@ -73,6 +75,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     indexKeys.delete(key);
   };
   const upsert = (object: T): void => {
+    options.trim?.(object);
     const key = keyOf(object);
     objects.set(key, object);
     unindex(key);

@@ -1,0 +1,77 @@
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { buildSnapshot } from '../../../../coordinator/cluster/build-snapshot.ts';
+import { trimNode, trimPod } from '../../../../coordinator/cluster/trim-cached-object.ts';
+import { parseDriverRolloutSpec } from '../../../../coordinator/policy/driver-rollout-spec.ts';
+import { aDaemonSet, aDriverPod, aNode, aPod, aRevision, cachesOf } from './fixtures.ts';
+
+const parsed = parseDriverRolloutSpec({ driverName: 'gpu', selector: { matchLabels: { app: 'nvidia-driver' } }, upgradePolicy: { podDeletion: {}, drain: { enable: true } } });
+if (!parsed.ok) throw new Error('fixture policy is invalid');
+const policy = parsed.policy;
+const rollout = { namespace: 'gpu-operator', name: 'gpu', generation: 1 };
+const driver = aDaemonSet('gpu-operator', 'driver', { app: 'nvidia-driver' });
+const managedFields = [{ manager: 'kubelet', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': {} } }];
+
+/** Objects as the API server sends them: managedFields, images, addresses, env, probes... */
+function serverShaped(): { nodes: V1Node[]; pods: V1Pod[] } {
+  const nodes = [aNode('gpu-1'), aNode('gpu-2', { unschedulable: true, labels: { [policy.keys.upgradeState]: 'drain-required' }, annotations: { [policy.keys.drainStartTime]: '1' } }), aNode('gpu-3', { ready: false })];
+  for (const n of nodes) {
+    if (n.metadata !== undefined) n.metadata.managedFields = managedFields;
+    if (n.status !== undefined) Object.assign(n.status, { images: [{ names: ['registry/a:1'], sizeBytes: 1 }], addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], capacity: { cpu: '8' } });
+  }
+  const pods = [
+    aDriverPod(driver, 'gpu-1', 'old'),
+    aDriverPod(driver, 'gpu-2', 'new', { restarts: 3, ready: false }),
+    aDriverPod(driver, 'gpu-3', 'new', { deleting: true }),
+    aPod('ml', 'trainer', 'gpu-1', { owner: { kind: 'Job', uid: 'job-1' }, requests: { 'nvidia.com/gpu': '1' }, emptyDir: true, labels: { team: 'a' } }),
+    aPod('kube-system', 'static', 'gpu-2', { mirror: true }),
+    aPod('ml', 'bare', 'gpu-2', { requests: { cpu: '1' }, ready: false }),
+  ];
+  for (const p of pods) {
+    if (p.metadata !== undefined) p.metadata.managedFields = managedFields;
+    if (p.spec !== undefined) {
+      for (const c of p.spec.containers) Object.assign(c, { env: [{ name: 'A', value: 'b' }], args: ['--x'] });
+      p.spec.initContainers = [{ name: 'init', image: 'init:1', resources: { limits: { 'nvidia.com/gpu': '1' } } }];
+      p.spec.volumes = [...(p.spec.volumes ?? []), { name: 'token', projected: { sources: [] } }];
+      p.spec.tolerations = [{ operator: 'Exists' }];
+    }
+    if (p.status !== undefined) {
+      Object.assign(p.status, { podIP: '10.1.0.1', hostIP: '10.0.0.1' });
+      p.status.conditions = [...(p.status.conditions ?? []), { type: 'Initialized', status: 'True', reason: 'x', message: 'y' }];
+    }
+  }
+  return { nodes, pods };
+}
+
+function snapshotOf(objects: { nodes: V1Node[]; pods: V1Pod[] }) {
+  return buildSnapshot(rollout, policy, {
+    caches: cachesOf({ ...objects, daemonSets: [driver], revisions: [aRevision(driver, 1, 'old'), aRevision(driver, 2, 'new')] }),
+    writtenNodes: new Map(),
+    evictionBlocked: new Map(),
+  });
+}
+
+describe('trimming cached objects', () => {
+  it('leaves every fact a snapshot reads: snapshots of trimmed and full objects are equal', () => {
+    const trimmed = serverShaped();
+    for (const n of trimmed.nodes) trimNode(n);
+    for (const p of trimmed.pods) trimPod(p);
+    expect(snapshotOf(trimmed)).toEqual(snapshotOf(serverShaped()));
+  });
+
+  it('drops managedFields and the parts nothing reads, in place', () => {
+    const { nodes, pods } = serverShaped();
+    const pod = pods[3];
+    const node = nodes[0];
+    if (pod === undefined || node === undefined) throw new Error('fixture');
+    trimPod(pod);
+    trimNode(node);
+    expect(pod.metadata?.managedFields).toBeUndefined();
+    expect(pod.spec?.containers[0]).toEqual({ name: 'c', resources: { requests: { 'nvidia.com/gpu': '1' } } });
+    expect(pod.spec?.volumes).toEqual([{ name: 'scratch', emptyDir: {} }, { name: 'token' }]);
+    expect(pod.spec?.tolerations).toBeUndefined();
+    expect(pod.status?.podIP).toBeUndefined();
+    expect(node.metadata?.managedFields).toBeUndefined();
+    expect(node.status).toEqual({ conditions: [{ type: 'Ready', status: 'True' }] });
+  });
+});
