@@ -2,7 +2,7 @@ import { ListWatch, type KubeConfig, type KubernetesListObject, type KubernetesO
 import { backoffDelay, type BackoffPolicy } from '../../shared/backoff.ts';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { ServerTimedWatch } from './server-timed-watch.ts';
+import { BookmarkedWatch } from './bookmarked-watch.ts';
 
 /** A read-only, always-current copy of one kind of object, fed by a watch. */
 export interface ResourceCache<T> {
@@ -99,7 +99,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     options.onChange(object);
   };
 
-  const listWatch = new ListWatch<T>(options.path, new ServerTimedWatch(options.kc), options.list, false, options.labelSelector);
+  const listWatch = new ListWatch<T>(options.path, new BookmarkedWatch(options.kc), options.list, false, options.labelSelector);
   listWatch.on('add', upsert);
   listWatch.on('update', upsert);
   listWatch.on('delete', remove);
