@@ -12,6 +12,9 @@ import { loadavg } from 'node:os';
 import { describeMachine, machineLine, round } from './lib/machine.ts';
 import { barChart, figureLine, isMet, RESULTS_DIR, saveSuite, type Figure, type SuiteResult } from './lib/results.ts';
 import { spreadOf } from './lib/stats.ts';
+import { agentFigures } from './suites/agent.ts';
+import { gateFigures } from './suites/gate.ts';
+import { memoryFigures } from './suites/memory.ts';
 import { plannerFigures } from './suites/planner.ts';
 import { measureRollout, type RolloutCase, type RolloutMeasurement } from './suites/rollout.ts';
 
@@ -83,9 +86,17 @@ async function runSuite(suite: Suite): Promise<{ figures: Figure[]; notes: strin
       return { figures: plannerFigures(numbers(values['planner-nodes']), Number(values.runs)), notes: [] };
     case 'rollout':
       return rolloutSuite();
-    default:
-      throw new Error(`suite ${suite} is not implemented yet`);
+    case 'agent':
+      return { figures: await agentFigures(Number(values.runs)), notes: [] };
+    case 'gate':
+      return { figures: await gateFigures(Number(values['gate-runs']), progress), notes: ['The target (p99 < 200 ms) is for an idle machine: compare the load given above.'] };
+    case 'memory':
+      return { figures: await memoryFigures(numbers(values['memory-nodes'])[0] ?? 5_000, progress), notes: [] };
   }
+}
+
+function progress(line: string): void {
+  console.log(`  [${new Date().toISOString().slice(11, 19)}] ${line}`);
 }
 
 async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; chart: string }> {
@@ -101,9 +112,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
   for (const c of dedupe(cases)) {
     const runs: RolloutMeasurement[] = [];
     for (let i = 0; i < Number(values['rollout-runs']); i++) {
-      runs.push(await measureRollout(c, (line) => {
-        console.log(`  [${new Date().toISOString().slice(11, 19)}] ${line}`);
-      }));
+      runs.push(await measureRollout(c, progress));
     }
     const label = `${c.nodes} nodes, ${c.unavailablePercent}%, reload ${c.reloadSeconds} s`;
     const last = runs.at(-1);

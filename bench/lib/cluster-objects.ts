@@ -6,7 +6,7 @@
 import type { V1ControllerRevision, V1DaemonSet, V1ManagedFieldsEntry, V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { CONTROLLER_REVISION_HASH_LABEL, type UpgradeState } from '../../shared/keys.ts';
 import { POD_INDEXES, REVISION_INDEXES, type ClusterCaches } from '../../coordinator/cluster/cluster-caches.ts';
-import { InMemoryCache } from '../../coordinator/cluster/in-memory-cache.ts';
+import { InMemoryCache } from '../../test/doubles/in-memory-cache.ts';
 import { KEYS, secondsAgo } from '../../test/unit/coordinator/plan/fixtures.ts';
 
 export const DRIVER_NAMESPACE = 'gpu-operator';
