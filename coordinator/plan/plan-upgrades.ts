@@ -26,7 +26,6 @@ import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
-import { isStepOff } from './is-step-off.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
 import { buildRolloutStatus } from './rollout-status.ts';
@@ -195,6 +194,8 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
 /** Runs handlers from the node's current state (or from `first`) until it waits, idles or stops chaining. */
 function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'candidate' | 'settled' {
   let next = first;
+  /** The "updated node state label" Event of the state this pass moved the node into, if any. */
+  let entered: NodeAction | null = null;
   for (let step = 0; step < MAX_STEPS_PER_PASS; step++) {
     const result = next ?? stopped(record.node, ctx) ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
     next = undefined;
@@ -209,7 +210,8 @@ function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'can
         record.wakeAt = result.wakeAt;
         return 'settled';
       case 'advance':
-        transition(record, result, ctx);
+        if (entered !== null && isPassThrough(result)) dropAction(record, entered);
+        entered = transition(record, result, ctx);
         if (!result.chain) return 'settled';
     }
   }
@@ -237,7 +239,22 @@ function stopped(node: NodeContext, ctx: StepContext): StepResult | null {
   return { kind: 'wait', actions: drops, reason: { code: 'stopped', message: STOPPED_TEXT, detail: STOPPED_TEXT }, wakeAt: null };
 }
 
-function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'advance' }>, ctx: StepContext): void {
+/**
+ * A state left in the same pass it was entered, with nothing done in it (its step is off or had
+ * nothing to do: no pod to delete, drain disabled). The executor writes the pass as one patch, so
+ * its label is never stored, and no "updated node state label" Event is sent for it.
+ */
+function isPassThrough(result: Extract<StepResult, { kind: 'advance' }>): boolean {
+  return result.actions.length === 0 && result.warning === undefined && (result.after ?? []).length === 0;
+}
+
+function dropAction(record: NodeRecord, action: NodeAction): void {
+  const at = record.actions.lastIndexOf(action);
+  if (at !== -1) record.actions.splice(at, 1);
+}
+
+/** Adds the transition's actions; returns its "updated node state label" Event. */
+function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'advance' }>, ctx: StepContext): NodeAction {
   const view = record.node.view;
   const keys = ctx.policy.keys;
   const name = view.snapshot.name;
@@ -259,19 +276,19 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
     if (!kept.includes(key) && view.annotations[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
   }
   actions.push({ kind: 'setAnnotation', node: name, key: keys.stateStartTime, value: toUnixSeconds(ctx.now) });
-  if (!isStepOff(result.to, ctx.policy)) {
-    actions.push({
-      kind: 'emitEvent',
-      node: name,
-      type: 'Normal',
-      reason: ctx.policy.eventReason,
-      message: `Successfully updated node state label to [${result.to}]`,
-    });
-  }
+  const event: NodeAction = {
+    kind: 'emitEvent',
+    node: name,
+    type: 'Normal',
+    reason: ctx.policy.eventReason,
+    message: `Successfully updated node state label to [${result.to}]`,
+  };
+  actions.push(event);
   if (result.warning !== undefined) {
     actions.push({ kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message: result.warning });
   }
   addActions(record, [...actions, ...(result.after ?? [])]);
+  return event;
 }
 
 function addActions(record: NodeRecord, actions: readonly NodeAction[]): void {

@@ -54,8 +54,11 @@ describe('API writes per upgraded node', () => {
   const nodes = (resource = 'cpu'): ClusterSnapshot =>
     aCluster(Array.from({ length: 20 }, (_, i) => aNode(`n${String(i).padStart(2, '0')}`).inState('upgrade-done').outdated().with(aPod(`web-${i}`).requesting(resource))));
 
-  it('no pod deletion, drain or validation, 10%: at most 12 per node (Events included); skipped states are never stored', () => {
-    const writes = rollOut(nodes(), aPolicy({ maxParallelUpgrades: 0, maxUnavailable: '10%' }));
+  it.each([
+    ['defaults (pod deletion on, nothing to delete)', {}],
+    ['pod deletion off', { podDeletion: { enable: false } }],
+  ])('%s, no drain or validation, 10%%: at most 12 per node (Events included); passed-through states are never stored', (_name, extra) => {
+    const writes = rollOut(nodes(), aPolicy({ maxParallelUpgrades: 0, maxUnavailable: '10%', ...extra }));
     expect(writes.final.nodes.every((n) => stateOf(n.labels, KEYS.upgradeState) === 'upgrade-done' && !n.unschedulable)).toBe(true);
     const totals = [...writes.perNode.values()].map((c) => c.patches + c.events + c.pods);
     expect(writes.perNode.size).toBe(20);
