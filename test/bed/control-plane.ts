@@ -33,6 +33,8 @@ export interface ControlPlane {
   kubeConfig(): KubeConfig;
   /** Stops kube-apiserver and starts it again on the same port; resolves when it is ready. */
   restartApiServer(): Promise<void>;
+  /** Stops etcd and starts it again on the same ports and data; resolves when kube-apiserver is ready again. */
+  restartEtcd(): Promise<void>;
   /** Kills every process of this control plane by PID and removes its work dir. */
   stop(): Promise<void>;
 }
@@ -74,7 +76,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
     const kubeconfigPath = join(workDir, 'admin.kubeconfig');
     await writeFile(kubeconfigPath, kubeconfigYaml(server, pki));
 
-    const etcd = startSupervised(workDir, 'etcd', join(binDir, 'etcd'), [
+    const etcdArgs = [
       '--name=default',
       `--data-dir=${join(workDir, 'etcd-data')}`,
       `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
@@ -84,9 +86,11 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
       '--unsafe-no-fsync',
       '--log-level=warn',
-    ]);
+    ];
+    let etcd = startSupervised(workDir, 'etcd', join(binDir, 'etcd'), etcdArgs);
     processes.push(etcd);
-    await waitHealthy(etcd, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok);
+    const etcdReady = async (): Promise<boolean> => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok;
+    await waitHealthy(etcd, etcdReady);
 
     const apiArgs = [
       `--etcd-servers=http://127.0.0.1:${etcdPort}`,
@@ -169,6 +173,15 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       throw new Error('fake nodes need the full profile (KWOK runs them)');
     }
 
+    /** Stops a component and starts it again with the same arguments (ports, data dir); resolves once it is healthy. */
+    const restart = async (old: SupervisedProcess, args: string[], ready: () => Promise<boolean>): Promise<SupervisedProcess> => {
+      await old.stop();
+      const fresh = startSupervised(workDir, old.name, join(binDir, old.name), args);
+      processes.splice(processes.indexOf(old), 1, fresh);
+      await waitHealthy(fresh, ready, 90_000);
+      return fresh;
+    };
+
     return {
       profile: options.profile,
       kubeconfigPath,
@@ -178,10 +191,10 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       ...(realNode === undefined ? {} : { realNode }),
       kubeConfig: () => loadAdmin(kubeconfigPath),
       restartApiServer: async () => {
-        await apiserver.stop();
-        const index = processes.indexOf(apiserver);
-        apiserver = startSupervised(workDir, 'kube-apiserver', join(binDir, 'kube-apiserver'), apiArgs);
-        processes.splice(index, 1, apiserver);
+        apiserver = await restart(apiserver, apiArgs, apiReady);
+      },
+      restartEtcd: async () => {
+        etcd = await restart(etcd, etcdArgs, etcdReady);
         await waitHealthy(apiserver, apiReady, 90_000);
       },
       stop,

@@ -11,6 +11,8 @@ export interface CoordinatorProcess {
   kill(signal: NodeJS.Signals): Promise<number | null>;
   /** Resolves once a log line's `msg` equals `message` (e.g. 'coordinator started'); fails if it exits first. */
   logged(message: string): Promise<void>;
+  /** False once the process has exited. */
+  isRunning(): boolean;
 }
 
 /**
@@ -35,11 +37,16 @@ export function spawnCoordinator(kubeconfigPath: string, namespace: string, iden
       '--log-level', 'info',
     ],
   });
-  const exited = coordinator.exit.then(({ code }) => code);
+  let running = true;
+  const exited = coordinator.exit.then(({ code }) => {
+    running = false;
+    return code;
+  });
   return {
     identity,
     pid: coordinator.pid,
     exited,
+    isRunning: () => running,
     async logged(message) {
       await coordinator.logLine((line) => line.msg === message);
     },

@@ -1,0 +1,136 @@
+import { CoreV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import {
+  adminCordoned,
+  limitViolations,
+  protectedPodRemoval,
+  settledViolations,
+  uncordonViolations,
+  type LabelSelectorObject,
+  type ObservedNode,
+  type ObservedPod,
+  type ObservedRollout,
+} from '../observer/rollout-promises.ts';
+
+export interface PromiseWatchOptions {
+  readonly kc: KubeConfig;
+  /** Label selector of the rollout's nodes. */
+  readonly nodeSelector: string;
+  /** Namespaces whose pods are watched for removals the policy does not allow. */
+  readonly podNamespaces: readonly string[];
+  readonly rollout: ObservedRollout;
+  readonly driverDaemonSets: readonly string[];
+  readonly drainSelector?: LabelSelectorObject;
+}
+
+export interface PromiseWatch {
+  /** Every broken promise seen so far, with the change that broke it. */
+  readonly violations: readonly string[];
+  /** How many changes were checked. */
+  checks(): number;
+  /** Nodes the test deleted on purpose (their pods go too, by the garbage collector). */
+  forgetNode(name: string): void;
+  /** The end of the rollout: every node done or failed with a reason, none left cordoned. */
+  checkSettled(): Promise<string[]>;
+  stop(): void;
+}
+
+export function observeNode(node: V1Node): ObservedNode {
+  return {
+    name: node.metadata?.name ?? '',
+    labels: node.metadata?.labels ?? {},
+    annotations: node.metadata?.annotations ?? {},
+    unschedulable: node.spec?.unschedulable === true,
+    ready: node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
+  };
+}
+
+export function observePod(pod: V1Pod): ObservedPod {
+  const owner = pod.metadata?.ownerReferences?.find((o) => o.controller === true);
+  return {
+    namespace: pod.metadata?.namespace ?? '',
+    name: pod.metadata?.name ?? '',
+    labels: pod.metadata?.labels ?? {},
+    annotations: pod.metadata?.annotations ?? {},
+    owner: owner === undefined ? null : { kind: owner.kind, name: owner.name },
+    nodeName: pod.spec?.nodeName ?? '',
+  };
+}
+
+/**
+ * Watches the rollout's nodes and the workloads' pods and checks the observer's promises on
+ * every change (test/observer/rollout-promises.ts): the limits across each node change, admin
+ * cordons never lifted, protected pods never removed. Admin cordons are taken from the nodes as
+ * the watch first lists them (the test cordons before the rollout starts).
+ */
+export async function watchPromises(options: PromiseWatchOptions): Promise<PromiseWatch> {
+  const core = options.kc.makeApiClient(CoreV1Api);
+  const listed = await core.listNode({ labelSelector: options.nodeSelector });
+  const nodes = new Map<string, ObservedNode>(listed.items.map((n) => [n.metadata?.name ?? '', observeNode(n)]));
+  const cordonedByAdmin = adminCordoned([...nodes.values()], options.rollout);
+  const violations: string[] = [];
+  const forgotten = new Set<string>();
+  let checks = 0;
+  const requests: AbortController[] = [];
+  let stopped = false;
+
+  const onNode = (type: string, node: V1Node): void => {
+    const before = [...nodes.values()];
+    const name = node.metadata?.name ?? '';
+    if (type === 'DELETED') nodes.delete(name);
+    else nodes.set(name, observeNode(node));
+    const after = [...nodes.values()];
+    checks += 1;
+    for (const v of [...limitViolations(before, after, options.rollout), ...uncordonViolations(after, cordonedByAdmin)]) violations.push(`${new Date().toISOString()} ${v}`);
+  };
+  const onPod = (type: string, pod: V1Pod): void => {
+    const removing = type === 'DELETED' || pod.metadata?.deletionTimestamp !== undefined;
+    if (!removing || forgotten.has(pod.spec?.nodeName ?? '')) return;
+    checks += 1;
+    const why = protectedPodRemoval(observePod(pod), options.rollout, options);
+    if (why !== undefined) violations.push(`${new Date().toISOString()} ${why}`);
+  };
+
+  /** A watch that re-opens after the API server drops it (a restart is one of the faults). */
+  type Handler = (type: string, object: V1Node & V1Pod) => void;
+  const keepWatching = async (path: string, query: Record<string, string>, resourceVersion: string | undefined, handle: Handler): Promise<void> => {
+    let rv = resourceVersion;
+    for (;;) {
+      if (stopped) return;
+      const ended = new Promise<void>((resolve) => {
+        new Watch(options.kc)
+          .watch(path, { ...query, ...(rv === undefined ? {} : { resourceVersion: rv }) }, (type: string, object: V1Node & V1Pod) => {
+            rv = object.metadata?.resourceVersion ?? rv;
+            handle(type, object);
+          }, () => {
+            resolve();
+          })
+          .then((req) => requests.push(req), () => {
+            resolve();
+          });
+      });
+      await ended;
+      await new Promise((r) => setTimeout(r, 500));
+      // A resourceVersion too old after a long outage: start again from now (a gap, not a lie:
+      // changes in the gap are not judged, which the settled check at the end still covers).
+      rv = undefined;
+    }
+  };
+  void keepWatching('/api/v1/nodes', { labelSelector: options.nodeSelector }, listed.metadata?.resourceVersion, onNode);
+  for (const ns of options.podNamespaces) void keepWatching(`/api/v1/namespaces/${ns}/pods`, {}, undefined, onPod);
+
+  return {
+    violations,
+    checks: () => checks,
+    forgetNode: (name) => {
+      forgotten.add(name);
+    },
+    checkSettled: async () => {
+      const final = (await core.listNode({ labelSelector: options.nodeSelector })).items.map(observeNode);
+      return settledViolations(final, options.rollout, cordonedByAdmin);
+    },
+    stop: () => {
+      stopped = true;
+      for (const r of requests) r.abort();
+    },
+  };
+}
