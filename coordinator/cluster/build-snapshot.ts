@@ -172,7 +172,16 @@ function toPod(pod: V1Pod): PodSnapshot {
     mirror: p.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined,
     usesEmptyDir: (p.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined),
     resourceNames: resourceNamesOf(p),
+    nodeLabelKeys: nodeLabelKeysOf(p),
   }));
+}
+
+function nodeLabelKeysOf(pod: V1Pod): string[] {
+  const keys = new Set(Object.keys(pod.spec?.nodeSelector ?? {}));
+  for (const term of pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) {
+    for (const e of term.matchExpressions ?? []) keys.add(e.key);
+  }
+  return [...keys];
 }
 
 function resourceNamesOf(pod: V1Pod): string[] {

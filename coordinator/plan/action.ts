@@ -59,6 +59,14 @@ export interface RemoveAnnotationAction {
   readonly key: string;
 }
 
+/** A node label other than the state label (operand pausing: `nvidia.com/gpu.deploy.<operand>`). */
+export interface SetLabelAction {
+  readonly kind: 'setLabel';
+  readonly node: string;
+  readonly key: string;
+  readonly value: string;
+}
+
 /** Safe load: remove the wait-for-safe-load annotation so the driver pod's init container lets it load. */
 export interface ClearSafeLoadAction {
   readonly kind: 'clearSafeLoad';
@@ -102,6 +110,7 @@ export type NodeObjectAction =
   | UncordonAction
   | SetAnnotationAction
   | RemoveAnnotationAction
+  | SetLabelAction
   | ClearSafeLoadAction;
 
 export type NodeAction = NodeObjectAction | DeletePodAction | EvictPodAction | DeleteDriverPodAction | EmitEventAction;
@@ -130,6 +139,7 @@ export type ReasonCode =
   | 'waiting-for-driver-pod'
   | 'driver-failing'
   | 'device-in-use'
+  | 'waiting-for-clients'
   | 'waiting-for-validation'
   | 'upgrade-failed';
 

@@ -35,7 +35,7 @@ export function timerKeysOf(state: string, keys: DriverKeys): readonly string[] 
     case 'drain-required':
       return [keys.drainStartTime];
     case 'pod-restart-required':
-      return [keys.podRestartStartTime, keys.driverFailingSince];
+      return [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime];
     case 'validation-required':
       return [keys.validationStartTime];
     default:
@@ -55,6 +55,7 @@ export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
       keys.drainStartTime,
       keys.podRestartStartTime,
       keys.driverFailingSince,
+      keys.operandPauseStartTime,
       keys.validationStartTime,
       keys.upgradeStartTime,
     ];

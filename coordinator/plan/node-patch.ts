@@ -16,6 +16,7 @@ export function isNodeObjectAction(action: NodeAction): action is NodeObjectActi
     case 'uncordon':
     case 'setAnnotation':
     case 'removeAnnotation':
+    case 'setLabel':
     case 'clearSafeLoad':
       return true;
     default:
@@ -41,6 +42,9 @@ export function nodePatchOf(actions: readonly NodeObjectAction[]): NodeMergePatc
         break;
       case 'setAnnotation':
         annotations[a.key] = a.value;
+        break;
+      case 'setLabel':
+        labels[a.key] = a.value;
         break;
       case 'removeAnnotation':
       case 'clearSafeLoad':

@@ -47,6 +47,9 @@ export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction):
     case 'setAnnotation':
       view.annotations = { ...view.annotations, [action.key]: action.value };
       break;
+    case 'setLabel':
+      view.labels = { ...view.labels, [action.key]: action.value };
+      break;
     case 'removeAnnotation':
     case 'clearSafeLoad': {
       if (!(action.key in view.annotations)) break;

@@ -41,6 +41,12 @@ export interface PodSnapshot extends PodRef {
   /** Every resource name in `requests` or `limits` of any container or init container. */
   readonly resourceNames: readonly string[];
   /**
+   * Node label keys the pod requires: its `nodeSelector` keys and the keys of its required node
+   * affinity (a DaemonSet pod carries its template's). A GPU Operator operand requires its
+   * `nvidia.com/gpu.deploy.<operand>` label, so pausing that label removes it from the node.
+   */
+  readonly nodeLabelKeys: readonly string[];
+  /**
    * The last eviction of this pod was refused (HTTP 429, e.g. a PDB): when (ms since epoch) and
    * the API's message. Reported by the executor and kept in the shell's memory only; after a
    * restart it is absent and the eviction is simply tried again.

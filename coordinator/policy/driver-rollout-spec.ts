@@ -40,6 +40,18 @@ export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
 
 export const DEFAULT_DEVICE_RESOURCE_PREFIXES: readonly string[] = ['nvidia.com/gpu', 'nvidia.com/mig-'];
 
+/**
+ * The GPU Operator's operand labels whose DaemonSets hold /dev/nvidia* (device plugin, GFD and
+ * DCGM through NVML, MIG manager), paused by default for driver `gpu` as k8s-driver-manager does.
+ */
+export const GPU_OPERAND_LABELS: readonly string[] = [
+  'nvidia.com/gpu.deploy.device-plugin',
+  'nvidia.com/gpu.deploy.gpu-feature-discovery',
+  'nvidia.com/gpu.deploy.dcgm-exporter',
+  'nvidia.com/gpu.deploy.dcgm',
+  'nvidia.com/gpu.deploy.mig-manager',
+];
+
 const labelSelectorSchema = z.object({
   matchLabels: z.record(z.string(), z.string()).optional(),
   matchExpressions: z
@@ -138,6 +150,25 @@ const upgradePolicySchema = z.object({
       /** 0 waits forever; on timeout the node goes to upgrade-failed. */
       timeoutSeconds: timeoutSeconds(300),
       deleteEmptyDir: z.boolean().default(false),
+    })
+    .prefault({}),
+  /**
+   * Device clients stopped before the driver pod is restarted (pod-restart-required), as
+   * NVIDIA's k8s-driver-manager does; brought back once the new driver is Ready.
+   */
+  clients: z
+    .object({
+      /**
+       * Node label keys of operands (DaemonSets that use the device, selected by these labels).
+       * Each one present on the node is set to `paused-for-driver-upgrade` (previous values kept
+       * in an annotation) and its pods must leave the node. Default: GPU_OPERAND_LABELS for driver
+       * `gpu`, none for others.
+       */
+      operandLabels: z.array(z.string().refine(isLabelKey, 'must be a label key')).max(32).optional(),
+      /** DaemonSet pods matching this selector use the device too: they are deleted at the same step. */
+      podSelector: selectorString.optional(),
+      /** Longest wait for operands and client pods to leave; then upgrade-failed. 0 waits forever. */
+      timeoutSeconds: timeoutSeconds(300),
     })
     .prefault({}),
   /**
@@ -255,6 +286,7 @@ export interface DriverRolloutPolicy {
     readonly deleteEmptyDir: boolean;
   };
   readonly podRestart: { readonly timeoutSeconds: number; readonly failAfterSeconds: number };
+  readonly clients: { readonly operandLabels: readonly string[]; readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   readonly validation: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   /** null: never halts. */
   readonly maxFailedNodes: number | null;
@@ -336,6 +368,11 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       deleteEmptyDir: up.drain.deleteEmptyDir,
     },
     podRestart: { timeoutSeconds: up.podRestart.timeoutSeconds, failAfterSeconds: up.podRestart.failAfterSeconds },
+    clients: {
+      operandLabels: up.clients.operandLabels ?? (spec.driverName === 'gpu' ? GPU_OPERAND_LABELS : []),
+      podSelector: optionalSelector('spec.upgradePolicy.clients.podSelector', up.clients.podSelector),
+      timeoutSeconds: up.clients.timeoutSeconds,
+    },
     validation: {
       podSelector: optionalSelector('spec.upgradePolicy.validation.podSelector', up.validation.podSelector),
       timeoutSeconds: up.validation.timeoutSeconds,

@@ -1,5 +1,6 @@
 import type { NodeAction } from '../action.ts';
 import { listPods, usesDevice } from '../device-pods.ts';
+import { restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
 import { driverFailure, type DriverFailure } from '../driver-failure.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
@@ -28,12 +29,17 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
   const driver = node.driver;
   const timer = readTimer(node, ctx, keys.podRestartStartTime, ctx.policy.podRestart.timeoutSeconds);
   const restarting = driver.outOfDate.length > 0 || isWaitingForSafeLoad(node.view.annotations, keys);
-  const users = restarting ? node.view.snapshot.pods.filter((p) => usesDevice(p, ctx.policy.devicePods)) : [];
+  // DaemonSet clients are stopped below (stopDeviceClients); any other device pod should be gone by now.
+  const users = restarting ? node.view.snapshot.pods.filter((p) => p.controllerKind !== 'DaemonSet' && usesDevice(p, ctx.policy.devicePods)) : [];
   if (users.length > 0) {
     // Never under a running pod that uses the device: it would lose the device mid-flight.
     const text = `driver restart held: ${listPods(users)} still ${users.length === 1 ? 'uses' : 'use'} the device`;
     if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${text}`);
     return wait({ code: 'device-in-use', message: text, detail: `${text} ${timer.progress}` }, timer.actions, timer.deadline);
+  }
+  if (restarting) {
+    const stopping = stopDeviceClients(node, ctx);
+    if (stopping !== null) return stopping;
   }
   if (driver.outOfDate.length > 0) {
     if (timer.expired) return fail(node, ctx, `${expired(ctx)}: out-of-date driver pod ${listPods(driver.outOfDate)} still terminating`);
@@ -60,7 +66,8 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
   const actions: NodeAction[] = [];
   if (isWaitingForSafeLoad(node.view.annotations, keys)) actions.push({ kind: 'clearSafeLoad', node: name, key: keys.waitForSafeLoad });
   if (driver.ready) {
-    return advance(ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required', true, actions);
+    const next = ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required';
+    return advance(next, true, [...actions, ...restoreDeviceClients(node, ctx)]);
   }
   return judgeNotReady(node, ctx, timer, actions);
 };

@@ -1,6 +1,7 @@
 import type { NodeAction } from '../action.ts';
 import { cycleAnnotationKeys } from '../needs-upgrade.ts';
 import { otherDriverHolds } from '../other-drivers.ts';
+import { restoreDeviceClients } from '../device-clients.ts';
 import type { StateHandler } from '../step.ts';
 
 /**
@@ -17,7 +18,11 @@ export const handleUncordon: StateHandler = (node, ctx) => {
   const name = node.view.snapshot.name;
   const cordonedByAdmin = node.view.annotations[keys.initialStateUnschedulable] !== undefined;
   const heldByOthers = otherDriverHolds(node.view.labels, node.view.annotations, keys);
-  const before: NodeAction[] = !cordonedByAdmin && heldByOthers.length === 0 && node.view.unschedulable ? [{ kind: 'uncordon', node: name }] : [];
+  // Operands paused for this upgrade come back before the node is schedulable (a failed node recovering passes here).
+  const before: NodeAction[] = [
+    ...restoreDeviceClients(node, ctx),
+    ...(!cordonedByAdmin && heldByOthers.length === 0 && node.view.unschedulable ? [{ kind: 'uncordon', node: name } as const] : []),
+  ];
   const after: NodeAction[] = [...cycleAnnotationKeys(keys), keys.failedRevision, keys.initialStateUnschedulable]
     .filter((key) => node.view.annotations[key] !== undefined)
     .map((key) => ({ kind: 'removeAnnotation', node: name, key }));

@@ -65,7 +65,7 @@ describe('buildSnapshot', () => {
     expect(gpu1?.pods.map((p) => `${p.namespace}/${p.name}`).sort()).toEqual(['gpu-operator/toolkit-gpu-1', 'kube-system/static', 'ml/trainer']);
     expect(gpu1?.pods.find((p) => p.name === 'trainer')).toEqual({
       namespace: 'ml', name: 'trainer', uid: 'pod-ml-trainer', labels: { team: 'a' }, phase: 'Running', ready: true, deleting: false,
-      controllerKind: 'Job', mirror: false, usesEmptyDir: true, resourceNames: ['nvidia.com/gpu'],
+      controllerKind: 'Job', mirror: false, usesEmptyDir: true, resourceNames: ['nvidia.com/gpu'], nodeLabelKeys: [],
     });
     expect(gpu1?.pods.find((p) => p.name === 'static')).toMatchObject({ mirror: true, controllerKind: null });
     expect(gpu2?.pods).toEqual([expect.objectContaining({ name: 'leaving', deleting: true })]);

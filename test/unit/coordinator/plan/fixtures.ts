@@ -52,6 +52,7 @@ export class PodBuilder {
       mirror: false,
       usesEmptyDir: false,
       resourceNames: [],
+      nodeLabelKeys: [],
     };
   }
 
@@ -61,6 +62,11 @@ export class PodBuilder {
   }
   labelled(labels: Record<string, string>): this {
     this.pod.labels = { ...this.pod.labels, ...labels };
+    return this;
+  }
+  /** Requires these node labels (nodeSelector), as a GPU Operator operand requires nvidia.com/gpu.deploy.<operand>. */
+  selectingNodes(...keys: string[]): this {
+    this.pod.nodeLabelKeys = [...this.pod.nodeLabelKeys, ...keys];
     return this;
   }
   requesting(...resources: string[]): this {
@@ -261,6 +267,8 @@ export function effectsOf(plan: Plan, node: string): string[] {
         return [`${a.kind}:${a.pod.namespace}/${a.pod.name}`];
       case 'clearSafeLoad':
         return ['clearSafeLoad'];
+      case 'setLabel':
+        return [`label:${a.key}=${a.value}`];
       case 'setAnnotation':
       case 'removeAnnotation':
       case 'emitEvent':

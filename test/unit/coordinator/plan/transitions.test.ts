@@ -790,6 +790,66 @@ const cases: Record<string, readonly Case[]> = {
 
 const STOP = { stop: true } as const;
 
+const PLUGIN = 'nvidia.com/gpu.deploy.device-plugin';
+const DCGM = 'nvidia.com/gpu.deploy.dcgm-exporter';
+const plugin = aPod('device-plugin').inNamespace('gpu-operator').ownedBy('DaemonSet').selectingNodes(PLUGIN);
+
+/** Device clients: operands paused through their labels, DaemonSet clients deleted, all back once the driver is Ready. */
+cases['pod-restart-required: device clients'] = [
+  {
+    name: 'operand labels present → previous values recorded first, labels paused; the driver pod waits',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned().labelled({ [PLUGIN]: 'true', [DCGM]: 'true' }).with(plugin),
+    effects: [`label:${PLUGIN}=paused-for-driver-upgrade`, `label:${DCGM}=paused-for-driver-upgrade`],
+    reason: 'waiting-for-clients',
+    detail: /^waiting for device clients to leave: gpu-operator\/device-plugin \(0s of 300s\)$/,
+    annotations: { [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true', [DCGM]: 'true' }), [KEYS.operandPauseStartTime]: secondsAgo(0) },
+  },
+  {
+    name: 'paused, the operand pod still terminating → waits',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true' }), [KEYS.operandPauseStartTime]: secondsAgo(10) }).with(aPod('device-plugin').ownedBy('DaemonSet').selectingNodes(PLUGIN).terminating()),
+    effects: [],
+    reason: 'waiting-for-clients',
+  },
+  {
+    name: 'operands gone → the driver pod is replaced',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true' }), [KEYS.operandPauseStartTime]: secondsAgo(10) }),
+    effects: ['deleteDriverPod:gpu-operator/gpu-driver-n1'],
+    reason: 'waiting-for-driver-pod',
+  },
+  {
+    name: 'a DaemonSet pod requesting the device, or matching clients.podSelector, is deleted at the same step',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned().with(aPod('exporter').ownedBy('DaemonSet').requesting('nvidia.com/gpu'), aPod('imex').ownedBy('DaemonSet').labelled({ app: 'imex' }), aPod('logs').ownedBy('DaemonSet')),
+    policy: { clients: { podSelector: 'app=imex' } },
+    effects: ['deletePod:work/exporter', 'deletePod:work/imex'],
+    reason: 'waiting-for-clients',
+  },
+  {
+    name: 'clients still there at clients.timeoutSeconds → upgrade-failed naming them',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true' }), [KEYS.operandPauseStartTime]: secondsAgo(300) }).with(plugin),
+    effects: ['state:upgrade-failed'],
+    reason: 'upgrade-failed',
+    detail: /^device clients still on the node 300s after they were stopped: gpu-operator\/device-plugin/,
+  },
+  {
+    name: 'new driver Ready → previous label values restored, the record removed',
+    node: aNode('n1').inState('pod-restart-required').cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade', [DCGM]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true', [DCGM]: 'false' }) }),
+    effects: [`label:${PLUGIN}=true`, `label:${DCGM}=false`, 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    annotations: { [KEYS.pausedOperands]: null },
+  },
+  {
+    name: 'a failed node recovering restores them before the uncordon',
+    node: aNode('n1').inState('upgrade-failed').cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true' }) }),
+    effects: ['state:uncordon-required', `label:${PLUGIN}=true`, 'uncordon', 'state:upgrade-done'],
+  },
+  {
+    name: 'operandLabels [] leaves the labels alone',
+    node: aNode('n1').inState('pod-restart-required').outdated().cordoned().labelled({ [PLUGIN]: 'true' }).with(plugin),
+    policy: { clients: { operandLabels: [] } },
+    effects: ['deleteDriverPod:gpu-operator/gpu-driver-n1'],
+    reason: 'waiting-for-driver-pod',
+  },
+];
+
 /** Emergency stop: the same nodes as above, frozen. */
 cases['emergency stop (upgradePolicy.stop)'] = [
   {

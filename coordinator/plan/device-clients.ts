@@ -1,0 +1,82 @@
+/**
+ * Stopping the device's clients before the driver is replaced, and bringing them back, as
+ * NVIDIA's k8s-driver-manager does: operand DaemonSets (device plugin, GFD, DCGM, MIG manager)
+ * are paused through their node labels (`nvidia.com/gpu.deploy.<operand>=paused-for-driver-upgrade`;
+ * the DaemonSet controller then removes their pods from the node), and other DaemonSet pods that
+ * use the device are deleted. The labels' previous values live in an annotation (written before
+ * the labels), so a restarted coordinator restores exactly what it paused.
+ */
+import { OPERAND_PAUSED_VALUE } from '../../shared/keys.ts';
+import { matchesSelector } from '../policy/label-selector.ts';
+import type { NodeAction } from './action.ts';
+import { isTerminal, listPods, usesDevice } from './device-pods.ts';
+import type { PodSnapshot } from './snapshot.ts';
+import { fail, readTimer, timeoutText, wait, type NodeContext, type StepContext, type StepResult } from './step.ts';
+
+/** The operand labels we paused and their previous values; {} when none or unreadable. */
+export function pausedOperands(annotations: Readonly<Record<string, string>>, key: string): Readonly<Record<string, string>> {
+  const raw = annotations[key];
+  if (raw === undefined) return {};
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return {};
+    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Before the driver pod is replaced: pause the operand labels present, delete the other
+ * DaemonSet pods that use the device, and wait (clients.timeoutSeconds, then upgrade-failed)
+ * until none of them is on the node. null when nothing is left to stop.
+ */
+export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResult | null {
+  const keys = ctx.policy.keys;
+  const name = node.view.snapshot.name;
+  const settings = ctx.policy.clients;
+  const labels = node.view.labels;
+  const toPause = settings.operandLabels.filter((k) => labels[k] !== undefined && labels[k] !== OPERAND_PAUSED_VALUE);
+  const pausing: NodeAction[] = [];
+  if (toPause.length > 0) {
+    const previous = { ...pausedOperands(node.view.annotations, keys.pausedOperands), ...Object.fromEntries(toPause.map((k) => [k, labels[k] ?? ''])) };
+    pausing.push({ kind: 'setAnnotation', node: name, key: keys.pausedOperands, value: JSON.stringify(previous) });
+    for (const key of toPause) pausing.push({ kind: 'setLabel', node: name, key, value: OPERAND_PAUSED_VALUE });
+  }
+  const paused = new Set(settings.operandLabels.filter((k) => labels[k] !== undefined));
+  const operands = node.view.snapshot.pods.filter((p) => !isTerminal(p) && p.nodeLabelKeys.some((k) => paused.has(k)));
+  const clients = node.view.snapshot.pods.filter((p) => !operands.includes(p) && isDeviceClient(p, ctx));
+  if (pausing.length === 0 && operands.length === 0 && clients.length === 0) return null;
+  const timer = readTimer(node, ctx, keys.operandPauseStartTime, settings.timeoutSeconds);
+  const left = [...operands, ...clients];
+  if (timer.expired) return fail(node, ctx, `device clients still on the node ${settings.timeoutSeconds}s after they were stopped: ${listPods(left)}`);
+  const deletes: NodeAction[] = clients.filter((p) => !p.deleting).map((p) => ({ kind: 'deletePod', node: name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } }));
+  const what = left.length > 0 ? `waiting for device clients to leave: ${listPods(left)}` : `pausing operands: ${toPause.join(', ')}`;
+  return wait(
+    { code: 'waiting-for-clients', message: `${what} (${timeoutText(settings.timeoutSeconds)})`, detail: `${what} ${timer.progress}` },
+    [...pausing, ...timer.actions, ...deletes],
+    timer.deadline,
+  );
+}
+
+/** A DaemonSet pod (pod deletion leaves those alone) that uses the device or matches clients.podSelector. */
+function isDeviceClient(pod: PodSnapshot, ctx: StepContext): boolean {
+  if (isTerminal(pod) || pod.controllerKind !== 'DaemonSet') return false;
+  const selector = ctx.policy.clients.podSelector;
+  return usesDevice(pod, ctx.policy.devicePods) || (selector !== null && matchesSelector(selector, pod.labels));
+}
+
+/**
+ * Once the new driver is Ready: every label we paused gets its previous value back (unless
+ * someone changed it meanwhile), then the record goes.
+ */
+export function restoreDeviceClients(node: NodeContext, ctx: StepContext): NodeAction[] {
+  const key = ctx.policy.keys.pausedOperands;
+  if (node.view.annotations[key] === undefined) return [];
+  const name = node.view.snapshot.name;
+  const actions: NodeAction[] = Object.entries(pausedOperands(node.view.annotations, key))
+    .filter(([label]) => node.view.labels[label] === OPERAND_PAUSED_VALUE)
+    .map(([label, value]) => ({ kind: 'setLabel', node: name, key: label, value }));
+  actions.push({ kind: 'removeAnnotation', node: name, key });
+  return actions;
+}
