@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Logger } from '../shared/logger.ts';
 import { buildDriver } from './build/build-driver.ts';
 import type { BuiltDriver } from './build/built-driver.ts';
@@ -7,6 +8,8 @@ import type { HostInfoPort } from './detect/host-info.ts';
 import { decideReload } from './kernel/decide-reload.ts';
 import { DriverVerificationError } from './kernel/kernel-errors.ts';
 import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
+import { restoreFirmwarePath, type FirmwareOptions } from './kernel/driver-firmware.ts';
+import { LOAD_PLANS } from './kernel/load-plan.ts';
 import { reloadDriver } from './kernel/reload-driver.ts';
 import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
@@ -14,6 +17,12 @@ import type { AgentSteps } from './run-agent.ts';
 /** The flow's steps over detection, buildDriver and reloadDriver. */
 export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger): AgentSteps {
   const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
+  const hostTree = (built: BuiltDriver): ModuleTree => ({ root: config.hostModuleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
+  const firmware: FirmwareOptions = { sourceDir: config.firmwareDir, hostDir: config.firmwareHostDir, hostRoots: config.hostFirmwareRoots };
+  // The firmware_class path before this agent pointed it at the driver's firmware: put back when the driver is unloaded on stop.
+  let firmwarePathBefore: string | undefined;
+  // What the last load asked modprobe for, after the load plan: what verify expects loaded.
+  let requested: readonly string[] | undefined;
   const toLoad = (built: BuiltDriver) => (config.modules.length > 0 ? config.modules : built.modules.map((m) => m.name));
   let lastBuilt: BuiltDriver | undefined;
   // Names the processes behind a "driver is in use" refusal when the device files are known.
@@ -47,6 +56,13 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     async load(built) {
       const result = await reloadDriver(kernel, built, {
         tree: tree(built),
+        hostTree: hostTree(built),
+        loadPlan: LOAD_PLANS[config.loadPlan],
+        enableOptional: config.loadOptional,
+        unloadUserHolders: config.unloadUserHolders,
+        firmware,
+        // Beside the module cache: a host path that outlives the pod, as the cached modules it names.
+        lastGoodFile: join(config.cacheDir, 'last-good', `${config.driver}-${built.kernelVersion}.json`),
         parameters: config.moduleParameters,
         loadModules: toLoad(built),
         competingModules: config.blacklist,
@@ -57,12 +73,14 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         result.outcome === 'fast-path'
           ? `already loaded with the built srcversions: ${result.reason}`
           : `${result.outcome}: unloaded [${result.unloaded.join(', ')}], loaded [${result.loadOrder.map((s) => s.module).join(', ')}] (${result.reason})`;
+      requested = result.requested;
+      if (result.firmwarePathBefore !== undefined && result.firmwarePathBefore !== config.firmwareHostDir) firmwarePathBefore = result.firmwarePathBefore;
       return { changed: result.outcome !== 'fast-path', summary };
     },
 
     async verify(built) {
       const loaded = await readLoadedModules(kernel, built.modules.map((m) => m.name));
-      const decision = decideReload(built.modules, toLoad(built), loaded, config.moduleParameters);
+      const decision = decideReload(built.modules, requested ?? toLoad(built), loaded, config.moduleParameters);
       if (decision.kind !== 'fast-path') {
         throw new DriverVerificationError(`the driver is not loaded as built: ${decision.reason}`, { reason: decision.reason });
       }
@@ -72,6 +90,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     async unload() {
       if (lastBuilt === undefined) return;
       await unloadDriver(kernel, config.driver, lastBuilt.modules.map((m) => m.name), log, deviceUsers);
+      if (firmwarePathBefore !== undefined) await restoreFirmwarePath(firmwarePathBefore);
     },
   };
 }

@@ -7,7 +7,16 @@ import {
   SourceChecksumError,
   SourceFetchError,
 } from './build/build-errors.ts';
-import { DriverInUseError, DriverVerificationError, KernelCommandError, ModuleBusyError } from './kernel/kernel-errors.ts';
+import {
+  DriverInUseError,
+  DriverRolledBackError,
+  DriverVerificationError,
+  FirmwareMissingError,
+  HeldByUserModulesError,
+  KernelCommandError,
+  ModuleBusyError,
+  ModuleLoadError,
+} from './kernel/kernel-errors.ts';
 
 /** The step of the flow that failed. */
 export type AgentStep = 'detect' | 'build' | 'load' | 'verify';
@@ -28,6 +37,10 @@ const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] =
   [ModuleSigningError, 'ModuleSigningFailed'],
   [BuildOutputError, 'BuildOutputInvalid'],
   [BuildConfigError, 'BuildConfigInvalid'],
+  [DriverRolledBackError, 'LoadFailedRolledBack'],
+  [ModuleLoadError, 'LoadFailed'],
+  [FirmwareMissingError, 'FirmwareMissing'],
+  [HeldByUserModulesError, 'DriverInUse'],
   [DriverInUseError, 'DriverInUse'],
   [ModuleBusyError, 'DriverInUse'],
   [DriverVerificationError, 'VerifyFailed'],

@@ -7,6 +7,7 @@ import { NodeLockError } from './acquire-node-lock.ts';
 import type { BuiltDriver } from './build/built-driver.ts';
 import { competingBoundDrivers, describeDevice, hasDevices, type NodeDetection } from './detect/detect-node.ts';
 import { describeFailure, type AgentStep } from './describe-failure.ts';
+import { DriverRolledBackError } from './kernel/kernel-errors.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import type { DriverState } from './report/driver-state.ts';
 import type { StateReporter } from './report/state-reporter.ts';
@@ -130,6 +131,13 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       }
       failures += 1;
       await reportFailure(deps, report, attempt.step, attempt.error, attempt.hint);
+      if (attempt.error instanceof DriverRolledBackError) {
+        // The last good driver runs again. Retrying would unload it again for a build that
+        // cannot load here: stay rolled back (not ready) until the pod is replaced.
+        log.warn('rolled back to the last good driver; not retrying this one until the pod is replaced');
+        await untilAborted(stop.signal);
+        break;
+      }
       const delay = backoffDelay(failures - 1, { ...deps.retry, jitter: RETRY_JITTER, jitterMode: 'shorten' }, deps.random);
       log.info({ attempt: failures, delayMs: delay }, 'retrying after a failure');
       await abortableSleep(delay, stop.signal);

@@ -8,7 +8,14 @@
  */
 export const DEFAULT_KEY_DOMAIN = 'nvidia.com';
 
-/** Prefix of the keys for facts of our own that NVIDIA's tools never write or read. */
+/**
+ * Prefix of the keys for facts of our own that NVIDIA's tools never write or read. The agent's
+ * node facts (device present/count, driver version/ready) live here, never under NVIDIA's
+ * domain: NFD, GPU Feature Discovery and the GPU Operator write and remove
+ * `nvidia.com/gpu.present` and `nvidia.com/gpu.count`, and two writers of one label fight. Fixed,
+ * not per DriverRollout: the admission policy (manifests/safe-load-policy.yaml) lets the driver
+ * pods change labels of this domain only, except the `-driver-upgrade` ones.
+ */
 export const OWN_KEY_DOMAIN = 'driver-rollout.io';
 
 /** Value of a GPU Operator operand label (`nvidia.com/gpu.deploy.<operand>`) while the driver is replaced, as k8s-driver-manager writes it. */
@@ -67,13 +74,13 @@ export interface DriverKeys {
   readonly drainStartTime: string;
   /** Node annotation (ours): unix seconds when device-pod deletion began. */
   readonly podDeletionStartTime: string;
-  /** Node label (agent): `"true"` when the node has a device this driver serves. */
+  /** Node label (agent, OWN_KEY_DOMAIN): `"true"` when the node has a device this driver serves. */
   readonly devicePresent: string;
-  /** Node label (agent): number of devices this driver serves. */
+  /** Node label (agent, OWN_KEY_DOMAIN): number of devices this driver serves. */
   readonly deviceCount: string;
-  /** Node label (agent): version of the driver loaded now. */
+  /** Node label (agent, OWN_KEY_DOMAIN): version of the driver loaded now. */
   readonly driverVersion: string;
-  /** Node label (agent): `"true"` once the driver is loaded and verified. */
+  /** Node label (agent, OWN_KEY_DOMAIN): `"true"` once the driver is loaded and verified. */
   readonly driverReady: string;
   /** Pod condition type (agent): the readiness gate the driver pod declares. */
   readonly driverReadyCondition: string;
@@ -93,6 +100,7 @@ const UPGRADE_STATE_SUFFIX = '-driver-upgrade-state';
 
 export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN): DriverKeys {
   const p = `${domain}/${driver}`;
+  const fact = `${OWN_KEY_DOMAIN}/${driver}`;
   return {
     domain,
     driver,
@@ -109,10 +117,10 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     upgradeStartTime: `${p}-driver-upgrade.upgrade-start-time`,
     drainStartTime: `${p}-driver-upgrade-drain-start-time`,
     podDeletionStartTime: `${p}-driver-upgrade-pod-deletion-start-time`,
-    devicePresent: `${p}.present`,
-    deviceCount: `${p}.count`,
-    driverVersion: `${p}-driver.version`,
-    driverReady: `${p}-driver.ready`,
+    devicePresent: `${fact}.present`,
+    deviceCount: `${fact}.count`,
+    driverVersion: `${fact}-driver.version`,
+    driverReady: `${fact}-driver.ready`,
     driverReadyCondition: `${p}-driver-ready`,
     podRestartStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.pod-restart-start-time`,
     driverFailingSince: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.driver-failing-since`,

@@ -7,6 +7,7 @@ import {
   normalizeHexId,
   type DeviceSelector,
 } from '../detect/device-selector.ts';
+import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/load-plan.ts';
 import { absolutePathList, optional, problem, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
@@ -21,8 +22,26 @@ export interface KernelConfig {
   readonly deviceSelector: DeviceSelector;
   /** `/sys` on a node; a fixture tree in tests. `<sysfsRoot>/module` is where loaded modules show. */
   readonly sysfsRoot: string;
-  /** Root of the module tree: modules go to `<moduleRoot>/lib/modules/<kver>/`, depmod -b uses it. */
+  /**
+   * The driver's own module tree: modules go to `<moduleRoot>/lib/modules/<kver>/updates/<driver>/`
+   * and depmod -b runs there only. Never the host's tree (refused): modules installed there
+   * autoload after a reboot, before the driver pod and its safe-load gate run.
+   */
   readonly moduleRoot: string;
+  /** The host's module tree (mounted read-only): inbox dependencies and preloads come from it. */
+  readonly hostModuleRoot: string;
+  /** The driver kind's load plan (agent/kernel/load-plan.ts): preloads, optional modules, extra holders. */
+  readonly loadPlan: LoadPlanKind;
+  /** Optional modules of the plan to load anyway (e.g. `nvidia_drm`). */
+  readonly loadOptional: readonly string[];
+  /** Let the agent unload the plan's user holders (MOFED's storage modules) instead of refusing. */
+  readonly unloadUserHolders: boolean;
+  /** Firmware shipped in the image, copied to `firmwareHostDir` (both unset: the host must have it). */
+  readonly firmwareDir: string | undefined;
+  /** A host directory the driver owns, mounted at the same path; firmware_class.path points there. */
+  readonly firmwareHostDir: string | undefined;
+  /** The host's firmware roots as mounted in the container (the kernel's own search list is built from them). */
+  readonly hostFirmwareRoots: readonly string[];
   /**
    * `simulated` models the kernel in memory (tests and the demo); only the test entry point
    * test/doubles/simulated-agent-main.ts provides it, agent/main.ts refuses it.
@@ -66,7 +85,14 @@ export const kernelFlags = {
   'device-vendors': optional,
   'device-classes': optional,
   'sysfs-root': z.string().default('/sys'),
-  'module-root': z.string().default('/'),
+  'module-root': z.string().default('/var/lib/driver-rollout/root'),
+  'host-module-root': z.string().default('/'),
+  'load-plan': z.enum(LOAD_PLAN_KINDS).default('generic'),
+  'load-optional': optional,
+  'unload-user-holders': z.stringbool().default(false),
+  'firmware-dir': optional,
+  'firmware-host-dir': optional,
+  'host-firmware-roots': z.string().default('/lib/firmware'),
   kernel: z.enum(['real', 'simulated']).default('real'),
   'unload-on-stop': z.stringbool().default(false),
   'modprobe-config-dir': z.string().default('/run/modprobe.d'),
@@ -78,6 +104,9 @@ export const kernelFlags = {
 };
 
 export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): KernelConfig {
+  if (c['module-root'].replace(/\/+$/, '') === c['host-module-root'].replace(/\/+$/, '')) {
+    problems.push(problem('module-root', `is the host's module tree (${c['host-module-root']}): modules installed there autoload after a reboot; use a root the driver owns`));
+  }
   return {
     modules: moduleList(c, 'modules', problems),
     moduleParameters: moduleParameters(c['module-parameters'], problems),
@@ -85,6 +114,13 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
     deviceSelector: deviceSelector(c, problems),
     sysfsRoot: c['sysfs-root'],
     moduleRoot: c['module-root'],
+    hostModuleRoot: c['host-module-root'],
+    loadPlan: c['load-plan'],
+    loadOptional: moduleList(c, 'load-optional', problems),
+    unloadUserHolders: c['unload-user-holders'],
+    firmwareDir: c['firmware-dir'],
+    firmwareHostDir: c['firmware-host-dir'],
+    hostFirmwareRoots: absolutePathList(c['host-firmware-roots'], 'host-firmware-roots', problems),
     kernelAdapter: c.kernel,
     unloadOnStop: c['unload-on-stop'],
     modprobeConfigDir: c['modprobe-config-dir'],
@@ -98,7 +134,7 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
   };
 }
 
-function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist', problems: ConfigProblem[]): string[] {
+function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist' | 'load-optional', problems: ConfigProblem[]): string[] {
   const names = splitList(c[field] ?? '');
   const bad = names.filter((n) => !moduleName.test(n));
   if (bad.length > 0) problems.push(problem(field, `not module names: ${bad.join(', ')}`));

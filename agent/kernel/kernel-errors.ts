@@ -45,3 +45,60 @@ export class DriverVerificationError extends DriverRolloutError {}
  * loaded: loading would fail with "Unknown symbol" after the old driver was unloaded, so nothing is.
  */
 export class ModuleDependencyError extends DriverRolloutError {}
+
+/**
+ * A module of the driver failed to load. `failedModule` is the one the kernel refused, read from
+ * /sys/module after modprobe stopped (modprobe names the module it was asked for: `modprobe
+ * nvidia_uvm` reports "could not insert 'nvidia_uvm'" when it was nvidia's init that failed).
+ * The driver's modules that did load were unloaded again.
+ */
+export class ModuleLoadError extends DriverRolloutError {
+  readonly failedModule: string;
+  readonly requested: string;
+
+  constructor(fields: { failedModule: string; requested: string; leftLoaded: readonly string[] }, cause: KernelCommandError) {
+    const blamed = fields.requested === fields.failedModule ? '' : `; modprobe ${fields.requested} names ${fields.requested}, the kernel refused ${fields.failedModule}`;
+    const left = fields.leftLoaded.length === 0 ? 'no driver module left loaded' : `still loaded: ${fields.leftLoaded.join(', ')}`;
+    super(`${fields.failedModule} failed to load: ${lastLine(cause.stderr)}${blamed}; ${left}`, fields, { cause });
+    this.failedModule = fields.failedModule;
+    this.requested = fields.requested;
+  }
+}
+
+/**
+ * The new driver failed to load after the old one was unloaded, and the agent loaded the last
+ * good driver (from its module cache) again: the devices work, the node is not upgraded.
+ */
+export class DriverRolledBackError extends DriverRolloutError {
+  readonly restoredVersion: string;
+
+  constructor(failure: Error, restored: { version: string; modules: readonly string[] }) {
+    super(`${failure.message}; rolled back to the last good driver ${restored.version} (${restored.modules.join(', ')} loaded and verified)`, { restoredVersion: restored.version, restoredModules: restored.modules }, { cause: failure });
+    this.restoredVersion = restored.version;
+  }
+}
+
+/**
+ * A firmware file a module declares (`modinfo -F firmware`) is in none of the places the kernel
+ * looks: the driver would load and then fail at device init (NVIDIA's open modules need the GSP
+ * firmware of their own release). Checked before anything is unloaded.
+ */
+export class FirmwareMissingError extends DriverRolloutError {}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n').filter((l) => l.trim() !== '');
+  return lines.at(-1)?.replace(/^modprobe: ERROR: /, '') ?? '(no output)';
+}
+
+/**
+ * Modules that stand for users (MOFED's storage modules: an NVMe-oF or NFS-over-RDMA mount)
+ * hold the driver: nothing is unloaded unless a policy allows unloading them.
+ */
+export class HeldByUserModulesError extends DriverRolloutError {
+  readonly holders: readonly string[];
+
+  constructor(driver: string, holders: readonly string[]) {
+    super(`driver is in use: held by ${holders.join(', ')} (modules that serve users, e.g. storage over RDMA); stop their users, or allow the agent to unload them`, { driver, holders });
+    this.holders = holders;
+  }
+}

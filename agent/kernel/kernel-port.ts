@@ -26,6 +26,8 @@ export interface ModuleFile {
   readonly dependsOn: readonly string[];
   /** Parameters the module declares (`modinfo -F parm`); undefined when not known (e.g. cache entries written before they were recorded). */
   readonly parameters?: readonly string[] | undefined;
+  /** Firmware files the module declares (`modinfo -F firmware`), when known; else read from the file when checked. */
+  readonly firmware?: readonly string[] | undefined;
 }
 
 /** One step of modprobe's plan, in load order, dependencies first. */

@@ -9,8 +9,12 @@ import type { Logger } from '../../shared/logger.ts';
 import { decideReload, type ReloadDecision } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
 import { findUndeclaredParameters } from './find-undeclared-parameters.ts';
-import { DriverVerificationError, ModuleDependencyError } from './kernel-errors.ts';
+import { checkDeclaredFirmware, installDriverFirmware, type FirmwareOptions } from './driver-firmware.ts';
+import { HeldByUserModulesError, ModuleDependencyError, ModuleLoadError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
+import { isLastGoodOf, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
+import { loadDriverModules, rollBack, type LoadRequest } from './load-driver-modules.ts';
+import { LOAD_PLANS, resolveLoadPlan, type LoadPlan } from './load-plan.ts';
 import { parseModprobeConfig, renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
 import { planUnloadOrRefuse, readLoadedModules, unloadDriver, type DeviceUserLookup } from './unload-driver.ts';
 import { writeConfigFile } from './write-config-file.ts';
@@ -24,7 +28,30 @@ export interface DriverToLoad {
 }
 
 export interface ReloadDriverOptions {
+  /**
+   * The driver's own module tree (a container root or a driver-owned directory): the modules are
+   * installed and depmod'ed there, never in the host's /lib/modules, so after a reboot nothing of
+   * the driver's autoloads before the driver pod (and its safe-load gate) runs.
+   */
   readonly tree: ModuleTree;
+  /**
+   * The host's module tree (read-only; default root `/`): inbox modules the driver needs (drm,
+   * video, crc8 ...) and the plan's preloads are modprobe'd from it before anything is unloaded.
+   */
+  readonly hostTree?: ModuleTree;
+  /** The driver kind's load plan (preloads, optional modules, extra holders); default LOAD_PLANS.generic. */
+  readonly loadPlan?: LoadPlan;
+  /** Optional modules of the plan to load anyway (e.g. nvidia_drm). */
+  readonly enableOptional?: readonly string[];
+  /** Unload the plan's user holders (MOFED's storage modules) instead of refusing. */
+  readonly unloadUserHolders?: boolean;
+  /** Declared firmware is checked before any unload, and the driver's firmware installed; none: no check. */
+  readonly firmware?: FirmwareOptions;
+  /**
+   * Where the last verified driver is recorded (on a host path that outlives the pod). When a new
+   * driver fails to load after the old one was unloaded, that one is loaded again. None: no rollback.
+   */
+  readonly lastGoodFile?: string;
   /** Module parameters, written to `<configDir>/driver-rollout-<driver>.conf` as `options` lines. */
   readonly parameters?: ModuleParameters;
   /** Modules to modprobe (their dependencies come along). Default: every built module. */
@@ -53,6 +80,12 @@ export interface ReloadResult {
   readonly loadOrder: readonly LoadStep[];
   /** The driver's modules as /sys/module shows them after the reload. */
   readonly modules: readonly LoadedModule[];
+  /** The driver's modules modprobe was asked for, after the load plan (optional ones left out unless wanted). */
+  readonly requested: readonly string[];
+  /** Inbox modules loaded from the host's tree (preloads and dependencies), in order. */
+  readonly preloaded: readonly string[];
+  /** The custom firmware path before the agent set it (restore it on stop), when it set one. */
+  readonly firmwarePathBefore?: string;
   readonly durationsMs: { readonly install: number; readonly unload: number; readonly load: number; readonly total: number };
 }
 
@@ -71,13 +104,20 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
       tree: options.tree.kernelVersion,
     });
   }
-  const toLoad = modulesToLoad(built, options.loadModules);
+  const hostTree = options.hostTree ?? { root: '/', kernelVersion: options.tree.kernelVersion, configDir: options.tree.configDir };
+  if (hostTree.root.replace(/\/+$/, '') === options.tree.root.replace(/\/+$/, '')) {
+    throw new DriverRolloutError(`the driver's module root ${options.tree.root} is the host's module tree: install into a root the driver owns`, { root: options.tree.root });
+  }
+  const plan = options.loadPlan ?? LOAD_PLANS.generic;
+  const requested = modulesToLoad(built, options.loadModules);
   const parameters = options.parameters ?? {};
   // Before the fast path too: the kernel ignores an undeclared parameter, so only this sees a typo.
   const undeclared = findUndeclaredParameters(built.modules, parameters);
   if (undeclared.length > 0) throw new ConfigError('module parameters', undeclared);
   const competing = (options.competingModules ?? []).map(sysfsModuleName);
-  const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...competing])];
+  const planned = await resolvePlan(kernel, plan, requested, options);
+  const toLoad = planned.load;
+  const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...planned.alsoUnload, ...competing])];
 
   const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
   const optionsText = renderModprobeOptions(parameters);
@@ -86,20 +126,27 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   if (decision.kind === 'fast-path') {
     const modules = built.modules.map((m) => before.get(m.name)).filter((m) => m !== undefined);
     log.info({ modules: modules.map((m) => ({ name: m.name, srcversion: m.srcversion })) }, 'driver already loaded with the built srcversions; skipping the reload');
+    await recordLastGood(options.lastGoodFile, built, toLoad, optionsText);
     const total = Math.round(performance.now() - started);
-    return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, durationsMs: { install: 0, unload: 0, load: 0, total } };
+    return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, requested: toLoad, preloaded: [], durationsMs: { install: 0, unload: 0, load: 0, total } };
   }
-  log.info({ reason: decision.reason }, 'driver needs loading');
+  log.info({ reason: decision.reason, skipped: planned.skipped }, 'driver needs loading');
+  const holdingUsers = planned.refusingHolders.filter((h) => [...before.values()].some((m) => m.holders.includes(h)));
+  if (holdingUsers.length > 0) throw new HeldByUserModulesError(built.driver, holdingUsers);
   await planUnloadOrRefuse(built.driver, [...before.values()], options.deviceUsers);
 
   const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
+  const previousOptions = await readTextIfExists(optionsFile);
   await writeConfigFile(optionsFile, optionsText);
   const installStarted = performance.now();
   await kernel.installModules(options.tree, built.driver, built.modules);
   const loadOrder = await kernel.resolveLoadOrder(options.tree, toLoad);
+  const preloaded = await preloadFromHost(kernel, hostTree, built.modules, loadOrder, plan.preload, log);
   await refuseMissingDependencies(kernel, built.modules, loadOrder, unloadSet);
+  const firmware = await prepareFirmware(built, loadOrder, options.firmware);
+  const lastGood = options.lastGoodFile === undefined ? undefined : await readLastGoodDriver(options.lastGoodFile);
   const install = Math.round(performance.now() - installStarted);
-  log.info({ loadOrder: loadOrder.map((s) => s.module), durationMs: install }, 'modules installed and depmod done');
+  log.info({ loadOrder: loadOrder.map((s) => s.module), preloaded, durationMs: install }, 'modules installed and depmod done in the driver\'s tree');
 
   if (competing.length > 0) await writeConfigFile(blacklistFile, renderBlacklist(competing));
   try {
@@ -109,16 +156,103 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
     const unload = Math.round(performance.now() - unloadStarted);
 
     const loadStarted = performance.now();
-    for (const module of toLoad) await kernel.load(options.tree, module);
-    const modules = await verifyLoaded(kernel, built.modules, loadOrder);
+    const restorable = unloaded.length > 0 && lastGood !== undefined && isLastGoodOf(lastGood, built.kernelVersion, before) ? lastGood : undefined;
+    const modules = await loadOrRollBack(kernel, { driver: built.driver, tree: options.tree, modules: built.modules, toLoad, loadOrder }, restorable, { optionsFile, previousOptions }, log);
     const load = Math.round(performance.now() - loadStarted);
+    await recordLastGood(options.lastGoodFile, built, toLoad, optionsText);
     const outcome = unloaded.length > 0 ? 'reloaded' : 'loaded-fresh';
     const total = Math.round(performance.now() - started);
     log.info({ outcome, unloaded, durationsMs: { install, unload, load, total } }, 'driver loaded and verified');
-    return { outcome, reason: decision.reason, unloaded, loadOrder, modules, durationsMs: { install, unload, load, total } };
+    return {
+      outcome,
+      reason: decision.reason,
+      unloaded,
+      loadOrder,
+      modules,
+      requested: toLoad,
+      preloaded,
+      ...(firmware === undefined ? {} : { firmwarePathBefore: firmware.previousPath }),
+      durationsMs: { install, unload, load, total },
+    };
   } finally {
     if (competing.length > 0) await rm(blacklistFile, { force: true });
   }
+}
+
+/**
+ * Loads the new modules; when one fails, restores the options file and, when `lastGood` is what
+ * ran before the unload, rolls back to it (DriverRolledBackError).
+ */
+async function loadOrRollBack(
+  kernel: KernelPort,
+  request: LoadRequest,
+  lastGood: LastGoodDriver | undefined,
+  files: { readonly optionsFile: string; readonly previousOptions: string | undefined },
+  log: Logger,
+): Promise<LoadedModule[]> {
+  try {
+    return await loadDriverModules(kernel, request, log);
+  } catch (error) {
+    if (!(error instanceof ModuleLoadError)) throw error;
+    if (lastGood !== undefined) throw await rollBack(kernel, request.tree, files.optionsFile, lastGood, error, log);
+    if (files.previousOptions === undefined) await rm(files.optionsFile, { force: true });
+    else await writeConfigFile(files.optionsFile, files.previousOptions);
+    throw error;
+  }
+}
+
+/** Checks the declared firmware of the modules to load, then installs the driver's own (nothing without options). */
+async function prepareFirmware(built: DriverToLoad, loadOrder: readonly LoadStep[], options: FirmwareOptions | undefined): Promise<{ readonly previousPath: string } | undefined> {
+  if (options === undefined) return undefined;
+  await checkDeclaredFirmware(built.modules.filter((m) => loadOrder.some((s) => s.module === m.name)), built.kernelVersion, options);
+  return installDriverFirmware(options);
+}
+
+async function resolvePlan(kernel: KernelPort, plan: LoadPlan, requested: readonly string[], options: ReloadDriverOptions): Promise<ReturnType<typeof resolveLoadPlan>> {
+  const watched = [...new Set([...plan.optional.flatMap((o) => (o.load === 'off' ? [] : [o.load.whenLoaded])), ...plan.userHolders])];
+  const loaded = await readLoadedModules(kernel, watched);
+  return resolveLoadPlan(plan, requested, (m) => loaded.has(m), {
+    ...(options.enableOptional === undefined ? {} : { enabled: options.enableOptional }),
+    ...(options.unloadUserHolders === undefined ? {} : { unloadUsers: options.unloadUserHolders }),
+  });
+}
+
+/**
+ * Loads, from the host's tree, the plan's preloads and the inbox modules the driver's modules
+ * depend on (modinfo `depends` outside the build), before anything is unloaded. Refuses when the
+ * host's tree cannot resolve one, or when resolving it would load a module the driver ships
+ * itself (the inbox copy would then stand in the driver's way).
+ */
+async function preloadFromHost(
+  kernel: KernelPort,
+  hostTree: ModuleTree,
+  built: readonly ModuleFile[],
+  loadOrder: readonly LoadStep[],
+  preload: readonly string[],
+  log: Logger,
+): Promise<string[]> {
+  const ours = new Set(built.map((m) => m.name));
+  const planned = new Set(loadOrder.map((s) => s.module));
+  const inbox = [...new Set([...preload.map(sysfsModuleName), ...built.filter((m) => planned.has(m.name)).flatMap((m) => m.dependsOn).filter((d) => !ours.has(d))])];
+  if (inbox.length === 0) return [];
+  let hostOrder: LoadStep[];
+  try {
+    hostOrder = await kernel.resolveLoadOrder(hostTree, inbox);
+  } catch (error) {
+    throw new ModuleDependencyError(`the host's module tree cannot provide the driver's inbox dependencies (${inbox.join(', ')}); nothing was unloaded`, { inbox, hostRoot: hostTree.root }, { cause: error });
+  }
+  const clash = hostOrder.filter((s) => ours.has(s.module)).map((s) => s.module);
+  if (clash.length > 0) {
+    throw new ModuleDependencyError(`loading the inbox dependencies from the host's tree would load the host's own ${clash.join(', ')}, which the driver ships; nothing was unloaded`, { inbox, clash });
+  }
+  for (const module of inbox) await kernel.load(hostTree, module);
+  log.info({ modules: hostOrder.map((s) => s.module), hostRoot: hostTree.root }, 'inbox modules loaded from the host tree');
+  return hostOrder.map((s) => s.module);
+}
+
+async function recordLastGood(path: string | undefined, built: DriverToLoad, loaded: readonly string[], optionsText: string): Promise<void> {
+  if (path === undefined) return;
+  await writeLastGoodDriver(path, { driver: built.driver, version: built.version, kernelVersion: built.kernelVersion, modules: built.modules, loaded, optionsText });
 }
 
 async function refuseMissingDependencies(kernel: KernelPort, built: readonly ModuleFile[], loadOrder: readonly LoadStep[], unloadSet: readonly string[]): Promise<void> {
@@ -154,24 +288,4 @@ function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undef
   const unknown = toLoad.filter((m) => !names.includes(m));
   if (unknown.length > 0) throw new DriverRolloutError(`modules to load are not part of the build: ${unknown.join(', ')}`, { unknown, built: names });
   return toLoad;
-}
-
-/** Every module modprobe inserted from this build is in /sys/module with the built srcversion. */
-async function verifyLoaded(kernel: KernelPort, built: readonly ModuleFile[], loadOrder: readonly LoadStep[]): Promise<LoadedModule[]> {
-  const problems: string[] = [];
-  const modules: LoadedModule[] = [];
-  for (const file of built) {
-    if (!loadOrder.some((s) => s.module === file.name)) continue;
-    const live = await kernel.readModule(file.name);
-    if (live === undefined) {
-      problems.push(`${file.name} is not in /sys/module after loading`);
-      continue;
-    }
-    modules.push(live);
-    if (file.srcversion !== undefined && live.srcversion !== file.srcversion) {
-      problems.push(`${file.name} srcversion is ${live.srcversion ?? '(none)'}, built ${file.srcversion}`);
-    }
-  }
-  if (problems.length > 0) throw new DriverVerificationError(`driver loaded but not verified: ${problems.join('; ')}`, { problems });
-  return modules;
 }

@@ -8,10 +8,11 @@ export type LabelPatch = Readonly<Record<string, string | null>>;
 
 /**
  * Pure: the node labels that say what this driver does on the node, so that
- * `kubectl get nodes -L <domain>/<driver>.present,<domain>/<driver>-driver.version` answers
+ * `kubectl get nodes -L driver-rollout.io/<driver>.present,driver-rollout.io/<driver>-driver.version` answers
  * "which nodes run which driver". Keys absent from the result are left as they are:
  * - before detection nothing is known, so nothing is written;
- * - a node without devices loses every label (selectors like `-l nvidia.com/gpu.present` skip it);
+ * - a node without devices loses every label (selectors like `-l driver-rollout.io/gpu.present` skip it); the keys are
+ *   the agent's own (OWN_KEY_DOMAIN), so this never removes labels NFD, GFD or the GPU Operator set;
  * - the version label names what was verified loaded, and stays while a later reload is attempted
  *   or after the agent stops (the driver stays loaded) — unless the agent unloaded it on stop.
  */

@@ -119,9 +119,9 @@ export class SimulatedKernel implements KernelPort {
     for (const file of chain) {
       if (this.#live.has(file.name)) continue;
       if (tree.kernelVersion !== this.#options.runningKernelVersion) {
-        throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': Exec format error` });
+        throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${name}': Exec format error` });
       }
-      await this.#insert(file, config.options.get(file.name) ?? {}, command);
+      await this.#insert(file, config.options.get(file.name) ?? {}, command, name);
     }
   }
 
@@ -203,15 +203,20 @@ export class SimulatedKernel implements KernelPort {
     return chain;
   }
 
-  async #insert(file: ModuleFile, parameters: Readonly<Record<string, string>>, command: string): Promise<void> {
+  /**
+   * Like modprobe, a refusal names `requested` (the module modprobe was asked for), whichever of
+   * its chain the kernel refused: `modprobe nvidia_uvm` says "could not insert 'nvidia_uvm'" when
+   * nvidia's init failed (seen on Debian 6.1 under QEMU). The inserted ones stay loaded.
+   */
+  async #insert(file: ModuleFile, parameters: Readonly<Record<string, string>>, command: string, requested: string): Promise<void> {
     const duration = this.#options.loadDurationMs?.(file.name) ?? 0;
     if (duration > 0) await (this.#options.sleep ?? sleepFor)(duration);
     if (file.dependsOn.some((d) => !this.#live.has(d))) {
-      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': Unknown symbol in module, or unknown parameter (see dmesg)` });
+      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${requested}': Unknown symbol in module, or unknown parameter (see dmesg)` });
     }
     const failure = this.#initFailures.get(file.name);
     if (failure !== undefined) {
-      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${file.name}': ${failure}` });
+      throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${requested}': ${failure}` });
     }
     this.#live.set(file.name, { file, parameters: declaredOnly(file, parameters), holders: new Set(), userReferences: 0 });
     await this.#writeSysfs(file.name);

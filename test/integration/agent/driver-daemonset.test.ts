@@ -109,11 +109,14 @@ describe('manifests/driver-daemonset.yaml on the real API server', () => {
       expect(ready.status?.conditions?.find((c) => c.type === keys.driverReadyCondition)).toMatchObject({ status: 'True', reason: 'Loaded' });
       const labels = (await core.readNode({ name: nodeName })).metadata?.labels ?? {};
       expect(labels).toMatchObject({
-        'nvidia.com/gpu.present': 'true',
-        'nvidia.com/gpu.count': '8',
-        'nvidia.com/gpu-driver.version': '570.86.15',
-        'nvidia.com/gpu-driver.ready': 'true',
+        'driver-rollout.io/gpu.present': 'true',
+        'driver-rollout.io/gpu.count': '8',
+        'driver-rollout.io/gpu-driver.version': '570.86.15',
+        'driver-rollout.io/gpu-driver.ready': 'true',
       });
+      // NFD, GFD and the GPU Operator own these; the agent never writes them.
+      expect(labels).not.toHaveProperty(['nvidia.com/gpu.present']);
+      expect(labels).not.toHaveProperty(['nvidia.com/gpu.count']);
 
       agent.signal('SIGTERM');
       await waitUntil('the driver pod to turn not Ready', async () => {

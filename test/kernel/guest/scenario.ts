@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { KernelPort, ModuleTree } from '../../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
-import { reloadDriver, type DriverToLoad, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
+import { restoreFirmwarePath } from '../../../agent/kernel/driver-firmware.ts';
+import { reloadDriver, type DriverToLoad, type ReloadDriverOptions, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
 import { unloadDriver, type DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
 import { DriverRolloutError } from '../../../shared/errors.ts';
 import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
@@ -21,7 +22,11 @@ export type ScenarioStep =
       readonly deviceUsers?: DeviceUserLookup;
       /** Inbox modules to unload first and blacklist during the reload. */
       readonly competingModules?: readonly string[];
+      /** More of reloadDriver's options (all plain data): host tree, modules to load, load plan, firmware, rollback record. */
+      readonly more?: Pick<ReloadDriverOptions, 'hostTree' | 'loadModules' | 'loadPlan' | 'enableOptional' | 'firmware' | 'lastGoodFile'>;
     }
+  /** The agent puts the kernel's custom firmware path back (on stop). */
+  | { readonly kind: 'restore-firmware-path'; readonly previousPath: string }
   /** The agent unloads the driver (on stop, when configured to): unloadDriver. */
   | { readonly kind: 'unload-driver'; readonly driver: string; readonly modules: readonly string[] }
   /** A workload starts with the device open and keeps it open. */
@@ -68,6 +73,8 @@ export interface ScenarioWorld {
   readonly kernel: KernelPort;
   /** Where the kernel shows loaded modules (/sys/module, or the simulated kernel's tree). */
   readonly sysModuleDir: string;
+  /** /sys/module/firmware_class/parameters/path, or the simulated world's stand-in. */
+  readonly firmwareClassPath?: string;
   /** A workload opens the device and keeps it open; its pid when it is a process. */
   holdDevice(device: string): Promise<number | undefined>;
   /** Ends every workload started by holdDevice; resolves once their references are gone. */
@@ -108,6 +115,7 @@ async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger)
           logger,
           ...(step.deviceUsers === undefined ? {} : { deviceUsers: step.deviceUsers }),
           ...(step.competingModules === undefined ? {} : { competingModules: step.competingModules }),
+          ...step.more,
         });
       });
       return result === undefined ? failure : { result };
@@ -132,6 +140,8 @@ async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger)
     }
     case 'unload-module':
       return reportError(() => world.kernel.unload(step.module));
+    case 'restore-firmware-path':
+      return reportError(() => restoreFirmwarePath(step.previousPath, world.firmwareClassPath));
   }
 }
 

@@ -33,11 +33,13 @@ done
 work=
 idle=120
 writable=
+disk=
 for arg in $(cat /proc/cmdline); do
   case "$arg" in
     dr.work=*) work="${arg#dr.work=}" ;;
     dr.idle=*) idle="${arg#dr.idle=}" ;;
     dr.rw=*) writable="${arg#dr.rw=}" ;;
+    dr.disk=*) disk="${arg#dr.disk=}" ;;
   esac
 done
 [ -n "$work" ] || fail "no dr.work= on the kernel command line"
@@ -49,6 +51,13 @@ p9=trans=virtio,version=9p2000.L,msize=512000
 mount -t 9p -o "$p9,ro,cache=loose" host /host || fail "mount the host share"
 mount -t tmpfs -o mode=0755 tmpfs /rw || fail "mount the overlay's tmpfs"
 mkdir /rw/upper /rw/work
+# dr.disk=DIR (shared read-write as tag "disk"): the node's disk. What an earlier guest saved in
+# DIR/upper (its overlay's upper layer: every file it changed outside /run, /proc, /sys, /dev and
+# the shares) becomes this guest's starting point: a reboot of the same node.
+if [ -n "$disk" ]; then
+  mkdir -p /disk && mount -t 9p -o "$p9" disk /disk || fail "mount the disk share"
+  if [ -d /disk/upper ]; then cp -a /disk/upper/. /rw/upper/ || fail "restore the disk"; fi
+fi
 mount -t overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work overlay /newroot || fail "mount the overlay root"
 mount -t proc proc /newroot/proc || fail "mount /proc in the root"
 mount -t sysfs sysfs /newroot/sys || fail "mount /sys in the root"
@@ -63,6 +72,12 @@ for dir in $(echo "$writable" | tr ',' ' '); do
   mkdir -p "/newroot$dir" && mount -t 9p -o "$p9" "rw$i" "/newroot$dir" || fail "mount the writable share at $dir"
   i=$((i + 1))
 done
+
+# The upper layer, read-only inside the root, for saving the disk (see boot-guest.ts saveDisk).
+if [ -n "$disk" ]; then
+  mkdir -p /newroot/run/dr-disk && mount --bind /rw/upper /newroot/run/dr-disk && mount -o remount,bind,ro /newroot/run/dr-disk || fail "expose the upper layer"
+  mkdir -p /newroot/run/dr-disk-share && mount --bind /disk /newroot/run/dr-disk-share || fail "expose the disk share"
+fi
 
 commands="/newroot$work/commands"
 [ -d "$commands" ] || fail "$work/commands does not exist"

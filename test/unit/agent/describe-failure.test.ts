@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { CompileError, KernelHeadersMissingError, SourceChecksumError } from '../../../agent/build/build-errors.ts';
 import { describeFailure } from '../../../agent/describe-failure.ts';
 import { SysfsUnreadableError } from '../../../agent/detect/read-pci-devices.ts';
-import { DriverInUseError, KernelCommandError, ModuleBusyError } from '../../../agent/kernel/kernel-errors.ts';
+import {
+  DriverInUseError,
+  DriverRolledBackError,
+  FirmwareMissingError,
+  HeldByUserModulesError,
+  KernelCommandError,
+  ModuleBusyError,
+  ModuleLoadError,
+} from '../../../agent/kernel/kernel-errors.ts';
+
+const nvidiaRefused = new KernelCommandError({ command: 'modprobe nvidia_uvm', exitCode: 1, stderr: "modprobe: ERROR: could not insert 'nvidia_uvm': No such device" });
+const loadFailed = new ModuleLoadError({ failedModule: 'nvidia', requested: 'nvidia_uvm', leftLoaded: [] }, nvidiaRefused);
 
 const gccOutput = [
   "make: Entering directory '/usr/src/linux-headers-6.1.0-56-amd64'",
@@ -21,6 +32,10 @@ describe('describeFailure', () => {
     { step: 'load', error: new DriverInUseError('gpu', [{ module: 'nvidia', refcnt: 3, holders: [], outsideUsers: 3 }]), reason: 'DriverInUse' },
     { step: 'load', error: new ModuleBusyError({ command: 'rmmod nvidia', exitCode: 1, stderr: 'rmmod: ERROR: Module nvidia is in use' }), reason: 'DriverInUse' },
     { step: 'load', error: new KernelCommandError({ command: 'modprobe nvidia', exitCode: 1, stderr: "modprobe: ERROR: could not insert 'nvidia': No such device" }), reason: 'LoadFailed' },
+    { step: 'load', error: loadFailed, reason: 'LoadFailed' },
+    { step: 'load', error: new DriverRolledBackError(loadFailed, { version: '580.142', modules: ['nvidia'] }), reason: 'LoadFailedRolledBack' },
+    { step: 'load', error: new FirmwareMissingError('firmware missing: nvidia needs nvidia/580.142/gsp_ga10x.bin'), reason: 'FirmwareMissing' },
+    { step: 'load', error: new HeldByUserModulesError('ofed', ['nvme_rdma']), reason: 'DriverInUse' },
     { step: 'detect', error: new SysfsUnreadableError('cannot list PCI devices in /sys/bus/pci/devices'), reason: 'DetectionFailed' },
     { step: 'verify', error: new Error('drsample_core is not in /sys/module'), reason: 'VerifyFailed' },
   ] as const)('$error.constructor.name in $step → $reason', ({ step, error, reason }) => {

@@ -280,7 +280,7 @@ describe('runAgent with the simulated kernel', { timeout: 300_000 }, () => {
     const failed = await agent.next('Failed');
     expect(failed.reason).toBe('LoadFailed');
     expect(failed.message).toBe(
-      "Failed: modprobe drsample_core failed (exit 1): modprobe: ERROR: could not insert 'drsample_core': No such device; " +
+      "Failed: drsample_core failed to load: could not insert 'drsample_core': No such device; no driver module left loaded; " +
         'the devices are bound to nouveau (see MODULE_BLACKLIST)',
     );
     agent.stop();

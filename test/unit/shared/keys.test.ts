@@ -16,6 +16,17 @@ describe('driver keys', () => {
     expect(upgradeEventReason('gpu')).toBe('GPUDriverUpgrade');
   });
 
+  // NFD, GFD and the GPU Operator write (and remove) nvidia.com/gpu.present and nvidia.com/gpu.count.
+  it.each(['nvidia.com', 'example.com'])("put the agent's own node facts under driver-rollout.io whatever the domain (%s)", (domain) => {
+    const k = driverKeys('gpu', domain);
+    expect([k.devicePresent, k.deviceCount, k.driverVersion, k.driverReady]).toEqual([
+      'driver-rollout.io/gpu.present',
+      'driver-rollout.io/gpu.count',
+      'driver-rollout.io/gpu-driver.version',
+      'driver-rollout.io/gpu-driver.ready',
+    ]);
+  });
+
   it.each([
     ['nvidia.com/ofed-driver-upgrade-state', { domain: 'nvidia.com', driver: 'ofed' }],
     ['example.com/gpu-driver-upgrade-state', { domain: 'example.com', driver: 'gpu' }],

@@ -34,7 +34,14 @@ describe('parseAgentConfig', () => {
       kernelVersion: undefined,
       deviceSelector: { vendors: ['0x10de'], classPrefixes: ['0x0300', '0x0302'] },
       sysfsRoot: '/sys',
-      moduleRoot: '/',
+      moduleRoot: '/var/lib/driver-rollout/root',
+      hostModuleRoot: '/',
+      loadPlan: 'generic',
+      loadOptional: [],
+      unloadUserHolders: false,
+      firmwareDir: undefined,
+      firmwareHostDir: undefined,
+      hostFirmwareRoots: ['/lib/firmware'],
       readyFile: '/run/driver-rollout/gpu/.driver-ready',
       lockPath: '/run/driver-rollout/gpu/agent.lock',
       modprobeConfigDir: '/run/modprobe.d',
@@ -44,6 +51,16 @@ describe('parseAgentConfig', () => {
       kubeconfig: undefined,
       retry: { initialMs: 10_000, maxMs: 300_000 },
     });
+  });
+
+  it("refuses the host's module tree as the driver's module root (its modules would autoload after a reboot)", () => {
+    expect(() => parseAgentConfig([], { ...podEnv, MODULE_ROOT: '/' })).toThrow(/--module-root \/ MODULE_ROOT: is the host's module tree \(\/\)/);
+  });
+
+  it('load plan settings', () => {
+    const c = parseAgentConfig([], { ...podEnv, LOAD_PLAN: 'nvidia', LOAD_OPTIONAL: 'nvidia-drm', UNLOAD_USER_HOLDERS: 'true', FIRMWARE_HOST_DIR: '/var/lib/driver-rollout/gpu/firmware' });
+    expect(c).toMatchObject({ loadPlan: 'nvidia', loadOptional: ['nvidia-drm'], unloadUserHolders: true, firmwareHostDir: '/var/lib/driver-rollout/gpu/firmware' });
+    expect(() => parseAgentConfig([], { ...podEnv, LOAD_PLAN: 'amd' })).toThrow(/load-plan/);
   });
 
   it('flags win over the environment; the demo runs the simulated kernel out of cluster', () => {

@@ -2,7 +2,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pathExists } from '../../../../shared/fs/if-exists.ts';
-import { DriverInUseError, DriverVerificationError, KernelCommandError, ModuleDependencyError } from '../../../../agent/kernel/kernel-errors.ts';
+import { DriverInUseError, DriverVerificationError, ModuleDependencyError, ModuleLoadError } from '../../../../agent/kernel/kernel-errors.ts';
 import type { KernelPort, ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 import { reloadDriver, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
 import { SimulatedKernel } from '../../../doubles/simulated-kernel.ts';
@@ -130,11 +130,12 @@ describe('reloadDriver with the simulated kernel', () => {
     expect(await pathExists(blacklistFile())).toBe(false);
   });
 
-  it('a failing modprobe ends in a KernelCommandError naming the module and the reason, and removes the blacklist', async () => {
+  it('a failing modprobe ends in a ModuleLoadError naming the module and the reason, unloads what did load, and removes the blacklist', async () => {
     kernel.failInit('drsample_net', 'No such device');
     const attempt = reloadDriver(kernel, v1, options({ competingModules: ['nouveau'] }));
-    await expect(attempt).rejects.toBeInstanceOf(KernelCommandError);
-    await expect(attempt).rejects.toThrow("modprobe drsample_net failed (exit 1): modprobe: ERROR: could not insert 'drsample_net': No such device");
+    await expect(attempt).rejects.toBeInstanceOf(ModuleLoadError);
+    await expect(attempt).rejects.toThrow("drsample_net failed to load: could not insert 'drsample_net': No such device; no driver module left loaded");
+    expect(ops()).toEqual(['insmod drsample_core', 'rmmod drsample_core']);
     expect(await pathExists(blacklistFile())).toBe(false);
   });
 
@@ -145,7 +146,7 @@ describe('reloadDriver with the simulated kernel', () => {
     const attempt = reloadDriver(kernel, broken, options());
     await expect(attempt).rejects.toBeInstanceOf(ModuleDependencyError);
     await expect(attempt).rejects.toThrow(
-      "modprobe cannot resolve the driver's dependencies in the module tree (drsample_net needs drsample_missing); nothing was unloaded",
+      "the host's module tree cannot provide the driver's inbox dependencies (drsample_missing); nothing was unloaded",
     );
     expect(ops().filter((op) => op.startsWith('rmmod'))).toEqual([]);
   });

@@ -16,27 +16,27 @@ describe('nodeLabelsFor', () => {
     {
       what: 'building on a node with 8 GPUs',
       state: { phase: 'Building', reason: 'Building', message: '', deviceCount: 8 },
-      labels: { 'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '8', 'nvidia.com/gpu-driver.ready': 'false' },
+      labels: { 'driver-rollout.io/gpu.present': 'true', 'driver-rollout.io/gpu.count': '8', 'driver-rollout.io/gpu-driver.ready': 'false' },
     },
     {
       what: 'loaded and verified',
       state: { phase: 'Loaded', reason: 'Loaded', message: '', deviceCount: 8, driverVersion: '570.86.15' },
       labels: {
-        'nvidia.com/gpu.present': 'true',
-        'nvidia.com/gpu.count': '8',
-        'nvidia.com/gpu-driver.ready': 'true',
-        'nvidia.com/gpu-driver.version': '570.86.15',
+        'driver-rollout.io/gpu.present': 'true',
+        'driver-rollout.io/gpu.count': '8',
+        'driver-rollout.io/gpu-driver.ready': 'true',
+        'driver-rollout.io/gpu-driver.version': '570.86.15',
       },
     },
     {
       what: 'failed after detection: the version label of an earlier load is left alone',
       state: { phase: 'Failed', reason: 'DriverInUse', message: '', deviceCount: 8 },
-      labels: { 'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '8', 'nvidia.com/gpu-driver.ready': 'false' },
+      labels: { 'driver-rollout.io/gpu.present': 'true', 'driver-rollout.io/gpu.count': '8', 'driver-rollout.io/gpu-driver.ready': 'false' },
     },
     {
       what: 'unloaded on stop: not ready, no version',
       state: { phase: 'Unloaded', reason: 'Unloaded', message: '' },
-      labels: { 'nvidia.com/gpu-driver.version': null, 'nvidia.com/gpu-driver.ready': 'false' },
+      labels: { 'driver-rollout.io/gpu-driver.version': null, 'driver-rollout.io/gpu-driver.ready': 'false' },
     },
     {
       what: 'stopping: the driver stays loaded, the labels stay',
@@ -47,10 +47,10 @@ describe('nodeLabelsFor', () => {
       what: 'no device: every label removed',
       state: { phase: 'NoDevice', reason: 'NoDevice', message: '', deviceCount: 0 },
       labels: {
-        'nvidia.com/gpu.present': null,
-        'nvidia.com/gpu.count': null,
-        'nvidia.com/gpu-driver.version': null,
-        'nvidia.com/gpu-driver.ready': null,
+        'driver-rollout.io/gpu.present': null,
+        'driver-rollout.io/gpu.count': null,
+        'driver-rollout.io/gpu-driver.version': null,
+        'driver-rollout.io/gpu-driver.ready': null,
       },
     },
   ])('$what', ({ state, labels }) => {

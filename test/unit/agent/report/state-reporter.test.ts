@@ -101,7 +101,7 @@ describe('createStateReporter with the status server', () => {
     await r.reporter.report(loaded);
     expect(await r.reporter.flush(1000)).toBe(true);
     expect(conditions).toEqual(['CompileFailed', 'Loaded']);
-    expect(labels.at(-1)).toMatchObject({ 'example.com/drsample-driver.version': '1.0', 'example.com/drsample-driver.ready': 'true' });
+    expect(labels.at(-1)).toMatchObject({ 'driver-rollout.io/drsample-driver.version': '1.0', 'driver-rollout.io/drsample-driver.ready': 'true' });
     expect(events.map((e) => `${e.type} ${e.reason}`)).toEqual(['Warning CompileFailed', 'Normal DriverLoaded']);
     const metrics = await (await fetch(`${r.base}/metrics`)).text();
     expect(metrics).toContain('driver_rollout_agent_state{driver="drsample",phase="Loaded"} 1');
