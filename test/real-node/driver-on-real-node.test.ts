@@ -3,9 +3,9 @@ import {
   AuthenticationV1Api,
   CoordinationV1Api,
   CoreV1Api,
-  CustomObjectsApi,
   KubeConfig,
   KubernetesObjectApi,
+  type KubernetesObject,
   type V1ContainerStatus,
   type V1Node,
   type V1Pod,
@@ -20,23 +20,27 @@ import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-opti
 import { freePort } from '../bed/free-port.ts';
 import { waitUntil } from '../bed/wait-until.ts';
 import { OTHER_NODE, REAL_NODE_LABEL, realNodeCluster } from './real-node-cluster.ts';
-import { adaptToRealNode, INSTALL_NAMESPACE, shippedObjects } from './shipped-objects.ts';
+import { chartObjects } from './chart-objects.ts';
+import { adaptToRealNode, INSTALL_NAMESPACE } from './shipped-objects.ts';
 
-// The shipped manifests, applied to a real kubelet node with the real images: the init
-// container, the agent (real kernel adapter; this machine has no device it serves, and /sys is
-// read-only) and the coordinator Deployment run as containers under containerd. What differs
-// from a cluster node, and why, is in shipped-objects.ts and README.md.
+// The Helm chart (charts/driver-rollout), rendered as a user installs it and applied to a real
+// kubelet node with the real images: the init container, the agent (real kernel adapter; this
+// machine has no device it serves, and /sys is read-only) and the coordinator Deployment run as
+// containers under containerd. What differs from a cluster node, and why, is in
+// chart-objects.ts, shipped-objects.ts and README.md.
 
 const cluster = realNodeCluster();
 const kc = cluster.kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
 const apps = kc.makeApiClient(AppsV1Api);
-const custom = kc.makeApiClient(CustomObjectsApi);
 const leases = kc.makeApiClient(CoordinationV1Api);
 const NODE = cluster.node.name;
 const keys = driverKeys('gpu', 'nvidia.com');
 const WORKLOAD_NS = 'workload';
-const DS = 'gpu-driver';
+/** Names the chart gives (release `driver-rollout`, driver `gpu`). */
+const DS = 'driver-rollout-gpu';
+const LEASE = 'driver-rollout-coordinator';
+const DRIVER_SERVICE_ACCOUNT = 'driver-rollout-driver';
 const ALL_STATES = [
   'upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required',
   'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-done',
@@ -100,28 +104,22 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
 
   it('the init container blocks the agent until the real coordinator (leader-elected) has cordoned and drained the node', { timeout: 600_000 }, async () => {
     workloadUid = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items[0]?.metadata?.uid;
-    const objects = adaptToRealNode(await shippedObjects(), {
+    const coordinatorPort = await freePort();
+    const rendered = await chartObjects({
+      namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir, coordinatorPort,
+    });
+    const objects = adaptToRealNode(rendered, {
       apiPort: cluster.apiPort,
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       hostDir: cluster.node.dir,
       agentPort: await freePort(),
-      coordinatorPort: await freePort(),
+      coordinatorPort,
       drainSkipLabel: keys.drainSkip,
     });
+    expect(objects.filter((o) => o.kind === 'DaemonSet').map((o) => o.metadata?.name)).toEqual([DS]);
+    // The chart's DriverRollout (drain enabled through its values) is applied with the rest.
+    expect(objects.some((o) => o.kind === 'DriverRollout')).toBe(true);
     await applyInOrder(kc, objects);
-    await custom.createNamespacedCustomObject({
-      group: 'driverrollout.io', version: 'v1alpha1', plural: 'driverrollouts', namespace: INSTALL_NAMESPACE,
-      body: {
-        apiVersion: 'driverrollout.io/v1alpha1',
-        kind: 'DriverRollout',
-        metadata: { name: 'gpu' },
-        spec: {
-          driverName: 'gpu',
-          selector: { matchLabels: { 'app.kubernetes.io/name': DS } },
-          upgradePolicy: { drain: { enable: true, timeoutSeconds: 300 } },
-        },
-      },
-    });
 
     // Watch what happens, in the order it is seen, until the agent runs.
     await waitUntil('the agent container to start', async () => (await observeFirstInstall(workloadUid, seen)) ? true : undefined, {
@@ -141,7 +139,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     // The coordinator ran as a pod of the shipped Deployment and held the Lease.
     const coordinatorPod = (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=coordinator' })).items[0];
     expect(coordinatorPod?.spec?.nodeName).toBe(NODE);
-    const lease = await leases.readNamespacedLease({ name: 'driver-rollout-coordinator', namespace: INSTALL_NAMESPACE });
+    const lease = await leases.readNamespacedLease({ name: LEASE, namespace: INSTALL_NAMESPACE });
     expect(lease.spec?.holderIdentity).toBe(coordinatorPod?.metadata?.name);
   });
 
@@ -182,7 +180,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     const token = await projectedToken(pod?.metadata?.uid ?? '');
     const asPod = tokenKubeConfig(kc, token);
     const whoami = await asPod.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
-    expect(whoami.status?.userInfo?.username).toBe(`system:serviceaccount:${INSTALL_NAMESPACE}:driver-rollout-driver`);
+    expect(whoami.status?.userInfo?.username).toBe(`system:serviceaccount:${INSTALL_NAMESPACE}:${DRIVER_SERVICE_ACCOUNT}`);
     expect(whoami.status?.userInfo?.extra?.['authentication.kubernetes.io/node-name']).toEqual([NODE]);
 
     const nodes = asPod.makeApiClient(CoreV1Api);
@@ -253,7 +251,7 @@ function containerStates(pod: V1Pod | undefined): { init: ContainerState; agent:
   return { init: stateOf(init), agent: stateOf(agent), ...(exitCode === undefined ? {} : { initExitCode: exitCode }) };
 }
 
-async function applyInOrder(config: KubeConfig, objects: Awaited<ReturnType<typeof shippedObjects>>): Promise<void> {
+async function applyInOrder(config: KubeConfig, objects: readonly KubernetesObject[]): Promise<void> {
   const client = KubernetesObjectApi.makeApiClient(config);
   for (const o of objects) {
     await client.create(o);
