@@ -1,6 +1,6 @@
 import { appendFile, chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { BuildOutputError } from './build-errors.ts';
+import { BuildOutputError, CompileError } from './build-errors.ts';
 import type { DkmsPackage } from './build-recipe.ts';
 import { expandBuildVariables, type BuildPlaceholders } from './expand-build-variables.ts';
 import type { KernelTrees } from './find-kernel-trees.ts';
@@ -87,7 +87,12 @@ export async function runDkms(request: DkmsBuildRequest): Promise<DkmsBuildResul
     const run = (args: string[]): Promise<string> =>
       runBuildCommand({ command: 'dkms', args, env, home: request.work, kernelVersion: request.kernelVersion, signal: request.signal });
     await run(['add', ...common]);
-    await run(['build', ...common, '-k', request.kernelVersion, '-a', request.arch, '-j', String(request.jobs), '--kernelsourcedir', request.kernelTrees.output]);
+    try {
+      await run(['build', ...common, '-k', request.kernelVersion, '-a', request.arch, '-j', String(request.jobs), '--kernelsourcedir', request.kernelTrees.output]);
+    } catch (error) {
+      // dkms prints only "consult make.log", and the log goes with the scratch tree: keep its tail.
+      throw await withMakeLog(error, join(trees.dkms, conf.packageName, conf.packageVersion, 'build', 'make.log'));
+    }
 
     const moduleDir = join(trees.dkms, conf.packageName, conf.packageVersion, request.kernelVersion, request.arch, 'module');
     for (const record of conf.modules) {
@@ -107,6 +112,22 @@ export async function runDkms(request: DkmsBuildRequest): Promise<DkmsBuildResul
     confs.push(conf);
   }
   return { files, packages: confs };
+}
+
+const MAKE_LOG_TAIL_LINES = 60;
+
+/** A CompileError whose output tail is make.log's (the compiler's errors), else the error as it was. */
+async function withMakeLog(error: unknown, makeLog: string): Promise<unknown> {
+  if (!(error instanceof CompileError)) return error;
+  let log: string;
+  try {
+    log = await readFile(makeLog, 'utf8');
+  } catch {
+    return error;
+  }
+  const tail = log.trimEnd().split('\n').slice(-MAKE_LOG_TAIL_LINES).join('\n');
+  const fields = error.fields as { kernelVersion: string; command: string; exitCode: number | undefined };
+  return new CompileError({ ...fields, outputTail: `${error.outputTail}\n--- dkms make.log (last ${MAKE_LOG_TAIL_LINES} lines) ---\n${tail}` }, error);
 }
 
 /**

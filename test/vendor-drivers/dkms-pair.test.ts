@@ -54,8 +54,10 @@ describe('two DKMS packages of one driver build in order, the second against the
     await expect(build(reversed)).rejects.toThrow(/\{built:drpair-base\} names no DKMS package built before this one/);
   });
 
-  it("without the hand-over (the user package alone) the build fails in dkms: the base's headers are what it compiles against", async () => {
+  it("without the hand-over (the user package alone) the build fails in dkms, and the CompileError quotes dkms's make.log", async () => {
     const alone = DKMS_PAIR_PACKAGES.slice(1).map((p) => ({ ...p, variables: { DRPAIR_BASE_DIR: '/nonexistent-base-build' } }));
-    await expect(build(alone)).rejects.toThrow(CompileError);
+    const error: unknown = await build(alone).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CompileError);
+    expect((error as CompileError).outputTail).toMatch(/dkms make\.log[\s\S]*drpair_base\.h: No such file or directory/);
   });
 });

@@ -1,17 +1,32 @@
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { installedHeadersKernel } from '../unit/agent/build/sample-driver.ts';
-import { ensureDkmsPairModules, ensureNvidiaOpenModules, ensureR8168Modules, ensureVendorPackages } from './ensure-vendor-builds.ts';
+import { ensureVendorPackages, vendorModuleCache } from './ensure-vendor-builds.ts';
 
 /**
  * Fetches the vendor packages (scripts/ensure-vendor-packages.sh: apt sources for contrib,
- * non-free and non-free-firmware, dkms) and builds every vendor driver once with the agent's dkms
- * recipe into the cache, so the tests find it warm. Cold: about 20 CPU-minutes for NVIDIA.
+ * non-free and non-free-firmware, dkms), then starts building every vendor driver with the agent's
+ * recipes under `nice -n 10`, detached (cold: ~20 CPU-minutes for NVIDIA), so the build overlaps
+ * the other projects' tests without slowing them. Tests that need a driver call its ensure*
+ * function, which waits on the same per-driver lock and then finds the cache warm. A run that
+ * needs no NVIDIA test does not wait for it: the build goes on in the background and fills the
+ * cache for the next run. Its output goes to <vendor cache>/prebuild.log, never to the test
+ * run's stdout (a pipe it held open would keep `npm test | tee` waiting for the build).
  */
 export async function setup(): Promise<void> {
-  const kernel = installedHeadersKernel();
   await ensureVendorPackages();
-  for (const [name, ensure] of [['dkms-pair fixture', ensureDkmsPairModules], ['r8168', ensureR8168Modules], ['NVIDIA open', ensureNvidiaOpenModules]] as const) {
-    const started = Date.now();
-    const built = await ensure(kernel);
-    process.stderr.write(`[vendor-drivers] ${name} for ${kernel}: ${built.built.cacheHit ? 'cached' : 'built'} in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  mkdirSync(vendorModuleCache(), { recursive: true });
+  const logPath = join(vendorModuleCache(), 'prebuild.log');
+  const log = openSync(logPath, 'a');
+  try {
+    const child = spawn('nice', ['-n', '10', process.execPath, join(import.meta.dirname, 'prebuild-vendor-drivers.ts'), installedHeadersKernel()], {
+      stdio: ['ignore', log, log],
+      detached: true,
+    });
+    child.unref();
+  } finally {
+    closeSync(log);
   }
+  process.stderr.write(`[vendor-drivers] building vendor drivers in the background (nice 10); log: ${logPath}\n`);
 }
