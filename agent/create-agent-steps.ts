@@ -6,6 +6,7 @@ import type { AgentConfig } from './config/agent-config.ts';
 import { detectNode } from './detect/detect-node.ts';
 import type { HostInfoPort } from './detect/host-info.ts';
 import { decideReload } from './kernel/decide-reload.ts';
+import { sysfsModuleName } from '../shared/kmod/read-loaded-module.ts';
 import { DriverVerificationError } from './kernel/kernel-errors.ts';
 import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
 import { restoreFirmwarePath, type FirmwareOptions } from './kernel/driver-firmware.ts';
@@ -60,6 +61,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         loadPlan: LOAD_PLANS[config.loadPlan],
         enableOptional: config.loadOptional,
         unloadUserHolders: config.unloadUserHolders,
+        neverUnload: config.neverUnload,
         firmware,
         // Beside the module cache: a host path that outlives the pod, as the cached modules it names.
         lastGoodFile: join(config.cacheDir, 'last-good', `${config.driver}-${built.kernelVersion}.json`),
@@ -89,7 +91,10 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
 
     async unload() {
       if (lastBuilt === undefined) return;
-      await unloadDriver(kernel, config.driver, lastBuilt.modules.map((m) => m.name), log, deviceUsers);
+      // Never-unload modules stay loaded on stop too; the rest of the driver's modules go.
+      const pinned = new Set(config.neverUnload.map(sysfsModuleName));
+      const modules = lastBuilt.modules.map((m) => m.name).filter((m) => !pinned.has(sysfsModuleName(m)));
+      await unloadDriver(kernel, config.driver, modules, log, deviceUsers);
       if (firmwarePathBefore !== undefined) await restoreFirmwarePath(firmwarePathBefore);
     },
   };

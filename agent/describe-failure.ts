@@ -16,6 +16,7 @@ import {
   KernelCommandError,
   ModuleBusyError,
   ModuleLoadError,
+  NeverUnloadError,
 } from './kernel/kernel-errors.ts';
 
 /** The step of the flow that failed. */
@@ -40,6 +41,7 @@ const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] =
   [DriverRolledBackError, 'LoadFailedRolledBack'],
   [ModuleLoadError, 'LoadFailed'],
   [FirmwareMissingError, 'FirmwareMissing'],
+  [NeverUnloadError, 'RebootRequired'],
   [HeldByUserModulesError, 'DriverInUse'],
   [DriverInUseError, 'DriverInUse'],
   [ModuleBusyError, 'DriverInUse'],

@@ -36,6 +36,11 @@ export interface KernelConfig {
   readonly loadOptional: readonly string[];
   /** Let the agent unload the plan's user holders (MOFED's storage modules) instead of refusing. */
   readonly unloadUserHolders: boolean;
+  /**
+   * Modules never to unload (`--never-unload`, KMM's policy for modules that cannot be unloaded
+   * safely): a reload that would unload one is refused with reason RebootRequired, nothing changed.
+   */
+  readonly neverUnload: readonly string[];
   /** Firmware shipped in the image, copied to `firmwareHostDir` (both unset: the host must have it). */
   readonly firmwareDir: string | undefined;
   /** A host directory the driver owns, mounted at the same path; firmware_class.path points there. */
@@ -90,6 +95,7 @@ export const kernelFlags = {
   'load-plan': z.enum(LOAD_PLAN_KINDS).default('generic'),
   'load-optional': optional,
   'unload-user-holders': z.stringbool().default(false),
+  'never-unload': optional,
   'firmware-dir': optional,
   'firmware-host-dir': optional,
   'host-firmware-roots': z.string().default('/lib/firmware'),
@@ -118,6 +124,7 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
     loadPlan: c['load-plan'],
     loadOptional: moduleList(c, 'load-optional', problems),
     unloadUserHolders: c['unload-user-holders'],
+    neverUnload: moduleList(c, 'never-unload', problems),
     firmwareDir: c['firmware-dir'],
     firmwareHostDir: c['firmware-host-dir'],
     hostFirmwareRoots: absolutePathList(c['host-firmware-roots'], 'host-firmware-roots', problems),
@@ -134,7 +141,7 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
   };
 }
 
-function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist' | 'load-optional', problems: ConfigProblem[]): string[] {
+function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist' | 'load-optional' | 'never-unload', problems: ConfigProblem[]): string[] {
   const names = splitList(c[field] ?? '');
   const bad = names.filter((n) => !moduleName.test(n));
   if (bad.length > 0) problems.push(problem(field, `not module names: ${bad.join(', ')}`));

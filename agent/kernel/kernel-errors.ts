@@ -102,3 +102,19 @@ export class HeldByUserModulesError extends DriverRolloutError {
     this.holders = holders;
   }
 }
+
+/**
+ * A module that must be unloaded for the reload is on the never-unload list (`--never-unload`):
+ * nothing was changed, and the new driver can take over only through a reboot.
+ */
+export class NeverUnloadError extends DriverRolloutError {
+  readonly modules: readonly string[];
+
+  constructor(driver: string, modules: readonly string[], version: string) {
+    super(
+      `reboot required: ${modules.join(', ')} ${modules.length === 1 ? 'is' : 'are'} set never to unload (--never-unload), so ${driver} ${version} can load only after a reboot; nothing was unloaded`,
+      { driver, modules, version },
+    );
+    this.modules = modules;
+  }
+}

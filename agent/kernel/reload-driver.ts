@@ -10,7 +10,7 @@ import { decideReload, type ReloadDecision } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
 import { findUndeclaredParameters } from './find-undeclared-parameters.ts';
 import { checkDeclaredFirmware, installDriverFirmware, type FirmwareOptions } from './driver-firmware.ts';
-import { HeldByUserModulesError, ModuleDependencyError, ModuleLoadError } from './kernel-errors.ts';
+import { HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, NeverUnloadError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { isLastGoodOf, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
 import { loadDriverModules, rollBack, type LoadRequest } from './load-driver-modules.ts';
@@ -45,6 +45,11 @@ export interface ReloadDriverOptions {
   readonly enableOptional?: readonly string[];
   /** Unload the plan's user holders (MOFED's storage modules) instead of refusing. */
   readonly unloadUserHolders?: boolean;
+  /**
+   * Modules never to unload (KMM's "no unload" policy): when a reload would unload one of them
+   * (loaded, and not on the fast path), NeverUnloadError before anything is changed; a reboot loads the new driver.
+   */
+  readonly neverUnload?: readonly string[];
   /** Declared firmware is checked before any unload, and the driver's firmware installed; none: no check. */
   readonly firmware?: FirmwareOptions;
   /**
@@ -131,6 +136,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
     return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, requested: toLoad, preloaded: [], durationsMs: { install: 0, unload: 0, load: 0, total } };
   }
   log.info({ reason: decision.reason, skipped: planned.skipped }, 'driver needs loading');
+  refuseNeverUnload(built, options.neverUnload, before);
   const holdingUsers = planned.refusingHolders.filter((h) => [...before.values()].some((m) => m.holders.includes(h)));
   if (holdingUsers.length > 0) throw new HeldByUserModulesError(built.driver, holdingUsers);
   await planUnloadOrRefuse(built.driver, [...before.values()], options.deviceUsers);
@@ -288,4 +294,10 @@ function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undef
   const unknown = toLoad.filter((m) => !names.includes(m));
   if (unknown.length > 0) throw new DriverRolloutError(`modules to load are not part of the build: ${unknown.join(', ')}`, { unknown, built: names });
   return toLoad;
+}
+
+/** NeverUnloadError when a module the reload would unload (loaded now) is on the never-unload list. */
+function refuseNeverUnload(built: DriverToLoad, neverUnload: readonly string[] | undefined, loaded: ReadonlyMap<string, LoadedModule>): void {
+  const pinned = (neverUnload ?? []).map(sysfsModuleName).filter((m) => loaded.has(m)).sort();
+  if (pinned.length > 0) throw new NeverUnloadError(built.driver, pinned, built.version);
 }

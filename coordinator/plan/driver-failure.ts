@@ -13,6 +13,12 @@ import type { DriverPodSnapshot } from './snapshot.ts';
 /** The reasons of the agent's working steps (agent/report/driver-state.ts DRIVER_PHASES, less the outcomes; a unit test keeps both in step). */
 export const AGENT_PROGRESS_REASONS: ReadonlySet<string> = new Set(['Starting', 'WaitingForLock', 'Detecting', 'Building', 'Loading', 'Verifying', 'Stopping', 'Unloaded']);
 
+/**
+ * The agent's reason when the reload would unload a module on its never-unload list
+ * (agent/describe-failure.ts, NeverUnloadError): only a reboot helps, so waiting is pointless.
+ */
+export const REBOOT_REQUIRED_REASON = 'RebootRequired';
+
 export interface DriverFailure {
   readonly pod: DriverPodSnapshot;
   readonly reason: string;

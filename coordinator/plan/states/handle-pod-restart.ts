@@ -1,7 +1,7 @@
 import type { NodeAction } from '../action.ts';
 import { listPods, usesDevice } from '../device-pods.ts';
 import { restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
-import { driverFailure, type DriverFailure } from '../driver-failure.ts';
+import { driverFailure, REBOOT_REQUIRED_REASON, type DriverFailure } from '../driver-failure.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
 import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext, type StepResult, type Timer } from '../step.ts';
@@ -20,7 +20,8 @@ export const MAX_DRIVER_RESTARTS = 10;
  *   within podRestart.failAfterSeconds of the first such report (the agent retries in-process,
  *   showing Building/Loading between failures; only Ready, or leaving the state, resets this);
  * - no Ready pod podRestart.timeoutSeconds after the state began, whatever the cause;
- * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule).
+ * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule);
+ * - at once when the agent reports RebootRequired (a never-unload module): the node needs a reboot.
  * Both start times live in annotations, so a restarted coordinator keeps counting.
  */
 export const handlePodRestart: StateHandler = (node, ctx) => {
@@ -78,6 +79,7 @@ function judgeNotReady(node: NodeContext, ctx: StepContext, timer: Timer, action
   const settings = ctx.policy.podRestart;
   const pods = listPods(driver.pods);
   const failure = driverFailure(driver.pods);
+  if (failure?.reason === REBOOT_REQUIRED_REASON) return fail(node, ctx, `node needs a reboot: driver pod ${pods}: ${failure.message}`, actions);
   const failing = failure === null || settings.failAfterSeconds === 0 ? null : readTimer(node, ctx, ctx.policy.keys.driverFailingSince, settings.failAfterSeconds);
   if (failure !== null && failing?.expired === true) {
     return fail(node, ctx, `driver pod ${pods} failed: ${failure.reason}: ${failure.message}`, actions);

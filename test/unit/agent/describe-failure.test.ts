@@ -10,6 +10,7 @@ import {
   KernelCommandError,
   ModuleBusyError,
   ModuleLoadError,
+  NeverUnloadError,
 } from '../../../agent/kernel/kernel-errors.ts';
 
 const nvidiaRefused = new KernelCommandError({ command: 'modprobe nvidia_uvm', exitCode: 1, stderr: "modprobe: ERROR: could not insert 'nvidia_uvm': No such device" });
@@ -36,6 +37,7 @@ describe('describeFailure', () => {
     { step: 'load', error: new DriverRolledBackError(loadFailed, { version: '580.142', modules: ['nvidia'] }), reason: 'LoadFailedRolledBack' },
     { step: 'load', error: new FirmwareMissingError('firmware missing: nvidia needs nvidia/580.142/gsp_ga10x.bin'), reason: 'FirmwareMissing' },
     { step: 'load', error: new HeldByUserModulesError('ofed', ['nvme_rdma']), reason: 'DriverInUse' },
+    { step: 'load', error: new NeverUnloadError('gpu', ['nvidia'], '580.142'), reason: 'RebootRequired' },
     { step: 'detect', error: new SysfsUnreadableError('cannot list PCI devices in /sys/bus/pci/devices'), reason: 'DetectionFailed' },
     { step: 'verify', error: new Error('drsample_core is not in /sys/module'), reason: 'VerifyFailed' },
   ] as const)('$error.constructor.name in $step → $reason', ({ step, error, reason }) => {

@@ -39,6 +39,7 @@ describe('parseAgentConfig', () => {
       loadPlan: 'generic',
       loadOptional: [],
       unloadUserHolders: false,
+      neverUnload: [],
       firmwareDir: undefined,
       firmwareHostDir: undefined,
       hostFirmwareRoots: ['/lib/firmware'],
@@ -61,6 +62,8 @@ describe('parseAgentConfig', () => {
     const c = parseAgentConfig([], { ...podEnv, LOAD_PLAN: 'nvidia', LOAD_OPTIONAL: 'nvidia-drm', UNLOAD_USER_HOLDERS: 'true', FIRMWARE_HOST_DIR: '/var/lib/driver-rollout/gpu/firmware' });
     expect(c).toMatchObject({ loadPlan: 'nvidia', loadOptional: ['nvidia-drm'], unloadUserHolders: true, firmwareHostDir: '/var/lib/driver-rollout/gpu/firmware' });
     expect(() => parseAgentConfig([], { ...podEnv, LOAD_PLAN: 'amd' })).toThrow(/load-plan/);
+    expect(parseAgentConfig([], { ...podEnv, NEVER_UNLOAD: 'nvidia_peermem, mlx5-core' }).neverUnload).toEqual(['nvidia_peermem', 'mlx5-core']);
+    expect(() => parseAgentConfig([], { ...podEnv, NEVER_UNLOAD: 'ok,bad/name' })).toThrow(/never-unload.*bad\/name/);
   });
 
   it('flags win over the environment; the demo runs the simulated kernel out of cluster', () => {

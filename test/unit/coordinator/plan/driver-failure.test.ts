@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DRIVER_PHASES } from '../../../../agent/report/driver-state.ts';
-import { AGENT_PROGRESS_REASONS, driverFailure } from '../../../../coordinator/plan/driver-failure.ts';
+import { describeFailure } from '../../../../agent/describe-failure.ts';
+import { NeverUnloadError } from '../../../../agent/kernel/kernel-errors.ts';
+import { AGENT_PROGRESS_REASONS, driverFailure, REBOOT_REQUIRED_REASON } from '../../../../coordinator/plan/driver-failure.ts';
 import { aNode } from './fixtures.ts';
 
 const podWith = (status: 'True' | 'False', reason: string) => {
@@ -27,6 +29,10 @@ describe('driverFailure', () => {
     const failure = driverFailure([podWith(status, reason)]);
     expect(failure === null ? null : failure.reason).toBe(failing ? reason : null);
     if (failing) expect(failure?.message).toBe(`${reason} message`);
+  });
+
+  it("the agent's never-unload refusal is the reason the coordinator reads as needing a reboot", () => {
+    expect(describeFailure('load', new NeverUnloadError('gpu', ['nvidia'], '580.142')).reason).toBe(REBOOT_REQUIRED_REASON);
   });
 
   it('a pod whose agent has written nothing is not failing', () => {

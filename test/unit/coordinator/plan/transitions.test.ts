@@ -557,6 +557,13 @@ const cases: Record<string, readonly Case[]> = {
       annotations: { [KEYS.podRestartStartTime]: null, [KEYS.driverFailingSince]: null },
     })),
     {
+      name: 'RebootRequired (a never-unload module) → upgrade-failed at once, saying the node needs a reboot',
+      node: aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.podRestartStartTime]: secondsAgo(30) }).driverFailing('RebootRequired', 'Failed: reboot required: nvidia is set never to unload'),
+      effects: ['state:upgrade-failed'],
+      reason: 'upgrade-failed',
+      detail: /^node needs a reboot: driver pod gpu-operator\/gpu-driver-n1: Failed: reboot required: nvidia is set never to unload/,
+    },
+    {
       name: 'a failure seen before, the agent retrying now (Building) → still waits; the failure’s start is kept',
       node: aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.podRestartStartTime]: secondsAgo(300), [KEYS.driverFailingSince]: secondsAgo(200) }).driverNotReady(),
       effects: [],
