@@ -297,7 +297,11 @@ async function pauseImage(): Promise<string> {
   return line.slice('pause='.length);
 }
 
-/** Names of the modules in this machine's kernel. */
+/** Names of the modules in this machine's kernel; a kernel without /proc/modules loads none at all. */
 async function loadedModules(): Promise<string> {
-  return (await readFile('/proc/modules', 'utf8')).split('\n').map((l) => l.split(' ')[0]).sort().join(' ');
+  const text = await readFile('/proc/modules', 'utf8').catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '(no loadable module support)';
+    throw error;
+  });
+  return text.split('\n').map((l) => l.split(' ')[0]).sort().join(' ');
 }
