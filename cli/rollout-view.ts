@@ -113,7 +113,8 @@ function nodeView(n: V1Node, ctx: NodeContext): NodeView {
   const annotations = n.metadata?.annotations ?? {};
   const stateLabel = labels[keys.upgradeState] ?? 'unknown';
   const since = Number(annotations[keys.stateStartTime]);
-  const podReady = ctx.pod?.status?.conditions?.find((c) => c.type === keys.driverReadyCondition);
+  // A Ready driver pod has every readiness gate True, the agent's driver-ready condition among them.
+  const podReady = ctx.pod?.status?.conditions?.find((c) => c.type === 'Ready');
   return {
     name,
     pool: poolOf(ctx.pools, labels),

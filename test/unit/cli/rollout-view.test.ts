@@ -1,9 +1,11 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { buildRolloutViews, type ClusterSnapshot, type RolloutObject } from '../../../cli/rollout-view.ts';
+import { driverKeys } from '../../../shared/keys.ts';
 
 const NOW = 1_800_000_000_000;
-const STATE = 'nvidia.com/gpu-driver-upgrade-state';
+const KEYS = driverKeys('gpu');
+const STATE = KEYS.upgradeState;
 
 function aNode(name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}, unschedulable = false): V1Node {
   return { metadata: { name, labels, annotations }, spec: { unschedulable } };
@@ -13,7 +15,7 @@ function aDriverPod(node: string, ready: boolean, dsUid = 'ds-1'): V1Pod {
   return {
     metadata: { name: `gpu-driver-${node}`, namespace: 'dr', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'gpu-driver', uid: dsUid }] },
     spec: { nodeName: node, containers: [] },
-    status: { conditions: [{ type: 'nvidia.com/gpu-driver-ready', status: ready ? 'True' : 'False' }] },
+    status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
   };
 }
 
@@ -34,8 +36,8 @@ function snapshot(nodes: V1Node[], pods: V1Pod[]): ClusterSnapshot {
 describe('buildRolloutViews', () => {
   it('takes the nodes with its state label or its driver pod, with pool, time in state, reason and driver version', () => {
     const nodes = [
-      aNode('n1', { [STATE]: 'upgrade-done', pool: 'a', 'nvidia.com/gpu-driver.version': '2.0.0' }, { 'nvidia.com/gpu-driver-upgrade.state-start-time': String(NOW / 1000 - 90) }),
-      aNode('n2', { [STATE]: 'drain-required', pool: 'a', size: 'xl' }, { 'nvidia.com/gpu-driver-upgrade.reason': 'drain: PDB ml/trainer' }, true),
+      aNode('n1', { [STATE]: 'upgrade-done', pool: 'a', [KEYS.driverVersion]: '2.0.0' }, { [KEYS.stateStartTime]: String(NOW / 1000 - 90) }),
+      aNode('n2', { [STATE]: 'drain-required', pool: 'a', size: 'xl' }, { [KEYS.upgradeReason]: 'drain: PDB ml/trainer' }, true),
       aNode('n3', { [STATE]: 'upgrade-required' }),
       aNode('n4', {}),
       aNode('other', { 'nvidia.com/ofed-driver-upgrade-state': 'upgrade-done' }),
