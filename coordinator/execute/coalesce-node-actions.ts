@@ -9,7 +9,7 @@ import { isNodeObjectAction } from '../plan/node-patch.ts';
  * running the list in order: a merge patch applies its changes as if one after another, an Event
  * changes nothing the planner reads, and if the patch fails none of the transitions it carries
  * happened, so none of their Events is sent. Pod actions keep their place: a patch after a pod
- * action is not moved before it.
+ * action is not moved before it. A cordon after a state change begins a new patch (see below).
  */
 export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly NodeObjectAction[] | NodeAction)[] {
   const groups: (readonly NodeObjectAction[] | NodeAction)[] = [];
@@ -22,6 +22,9 @@ export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly N
     events = [];
   };
   for (const action of actions) {
+    // A cordon after a state change starts a patch of its own: cordon-required is stored before
+    // the node is cordoned, as upstream does, so a watcher sees the state and then the cordon.
+    if (action.kind === 'cordon' && patch.some((a) => a.kind === 'setState')) flush();
     if (isNodeObjectAction(action)) patch.push(action);
     else if (action.kind === 'emitEvent') events.push(action);
     else {

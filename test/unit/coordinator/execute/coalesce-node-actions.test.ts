@@ -15,7 +15,8 @@ const reason: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgrad
 
 describe('coalesceNodeActions', () => {
   it.each<[string, NodeAction[], unknown[]]>([
-    ['two transitions in one pass: one patch, then both Events in order', [ann, state('upgrade-required', 'cordon-required'), event('a'), cordon, state('cordon-required', 'wait-for-jobs-required'), event('b')], [[ann, state('upgrade-required', 'cordon-required'), cordon, state('cordon-required', 'wait-for-jobs-required')], event('a'), event('b')]],
+    ['two transitions in one pass: one patch, then both Events in order', [ann, state('upgrade-required', 'cordon-required'), event('a'), reason, state('cordon-required', 'wait-for-jobs-required'), event('b')], [[ann, state('upgrade-required', 'cordon-required'), reason, state('cordon-required', 'wait-for-jobs-required')], event('a'), event('b')]],
+    ['a cordon after a state change starts a new patch: cordon-required is stored before the cordon', [ann, state('upgrade-required', 'cordon-required'), event('a'), cordon, state('cordon-required', 'wait-for-jobs-required'), event('b')], [[ann, state('upgrade-required', 'cordon-required')], event('a'), [cordon, state('cordon-required', 'wait-for-jobs-required')], event('b')]],
     ['a pod action is a boundary: the patch after it stays after it', [state('upgrade-required', 'cordon-required'), event('a'), del, reason], [[state('upgrade-required', 'cordon-required')], event('a'), del, [reason]]],
     ['Events before a pod action are sent before it', [event('w'), del], [event('w'), del]],
     ['nothing to group', [], []],
