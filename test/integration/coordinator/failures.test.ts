@@ -127,13 +127,18 @@ describe('timeouts and failures, each with real objects', () => {
 
     await waitUntil('the annotation to be cleared and the node uncordoned and done', async () => {
       const n = (await world.nodes())[0];
-      return n !== undefined && annotation(n, world.keys.waitForSafeLoad) === undefined && n.spec?.unschedulable !== true && world.stateOf(n) === 'upgrade-done' && seen.some((s) => s.gate) ? true : undefined;
+      // The watch can deliver the clearing after a fresh read already shows it: wait for both.
+      const watched = seen.some((s, i) => i > 0 && !s.gate && seen[i - 1]?.gate === true);
+      return n !== undefined && annotation(n, world.keys.waitForSafeLoad) === undefined && n.spec?.unschedulable !== true && world.stateOf(n) === 'upgrade-done' && watched ? true : undefined;
     }, { timeoutMs: 30_000, intervalMs: 100 });
     watch.stop();
 
     const cleared = seen.findIndex((s, i) => i > 0 && !s.gate && seen[i - 1]?.gate === true);
     expect(cleared).toBeGreaterThan(0);
-    expect(seen[cleared]?.cordoned).toBe(true);
+    // Cordoned (and drained, below) while the annotation still held the driver back. The clearing
+    // may share its patch with the uncordon: this test's KWOK driver pod reads Ready throughout,
+    // where a real one stays not Ready until its init container has seen the annotation go.
+    expect(seen.slice(0, cleared).some((s) => s.gate && s.cordoned)).toBe(true);
     expect(seen.slice(0, cleared).some((s) => s.state === 'drain-required' || s.state === 'pod-restart-required')).toBe(true);
     expect((await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'workload=true' })).items).toEqual([]);
     // Safe load removes the annotation; it does not restart the driver pod.

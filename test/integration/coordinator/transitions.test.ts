@@ -91,7 +91,7 @@ describe('state transitions with real objects', () => {
     const watch = await world.watchNodes((all) => {
       const s = world.stateOf(all.get(plain ?? '') as V1Node);
       if (states.at(-1) !== s) states.push(s);
-      if (s === 'upgrade-required' && reactedAt === 0) reactedAt = Date.now();
+      if (s !== 'upgrade-done' && reactedAt === 0) reactedAt = Date.now();
       return undefined;
     });
     const requestedAt = Date.now();
@@ -102,7 +102,9 @@ describe('state transitions with real objects', () => {
         n?.metadata?.annotations?.[world.keys.upgradeRequested] === undefined ? true : undefined;
     }, { timeoutMs: HANG_MS });
     watch.stop();
-    expect(states).toContain('upgrade-required');
+    // upgrade-required may be entered and left within one pass (it does nothing of its own), so
+    // the forced cycle shows from cordon-required on.
+    expect(states).toContain('cordon-required');
     // Event-driven: the annotation's watch event to the coordinator's label write, seen by our own
     // watch. A figure for the log; the reconciler's unit test shows no poll is involved.
     const latencyMs = reactedAt - requestedAt;
