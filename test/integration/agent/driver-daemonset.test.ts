@@ -94,6 +94,11 @@ describe('manifests/driver-daemonset.yaml on the real API server', () => {
       // The sample driver stands in for NVIDIA's sources and modules.
       DRIVER_SOURCE_DIR: await writeSampleDriverSource(join(work, 'src'), '570.86.15'),
       DRIVER_MODULES: 'drsample_net',
+      // The manifest's NVIDIA load plan preloads i2c_core and ipmi from the host: the sample
+      // driver needs none of it. Firmware paths move into the test's directory like the rest.
+      LOAD_PLAN: 'generic',
+      FIRMWARE_HOST_DIR: join(host, 'var', 'lib', 'driver-rollout', 'gpu', 'firmware'),
+      HOST_FIRMWARE_ROOTS: join(host, 'lib', 'firmware'),
       MODULE_PARAMETERS: '',
       KERNEL_ADAPTER: 'simulated',
       HTTP_HOST: '127.0.0.1',

@@ -2,6 +2,7 @@ import { ApiException, type V1Node } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { expectNoChange } from '../../bed/expect-no-change.ts';
+import { waitUntil } from '../../bed/wait-until.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { installCrd, RolloutWorld, TEST_NODE_LABEL } from './harness.ts';
 
@@ -30,7 +31,11 @@ describe('an invalid DriverRollout', () => {
     const invalid = conditions.find((c) => c.type === 'InvalidSpec');
     expect(invalid).toMatchObject({ status: 'True', reason: 'InvalidSpec' });
     expect(invalid?.message).toContain('spec.upgradePolicy.drain.podSelector');
-    const events = await world.events('InvalidSpec', world.ns.name);
+    // The status is written first, the Event right after it: wait for the Event.
+    const events = await waitUntil('the InvalidSpec Event', async () => {
+      const found = await world.events('InvalidSpec', world.ns.name);
+      return found.length > 0 ? found : undefined;
+    }, { timeoutMs: 60_000 });
     expect(events).toEqual([expect.objectContaining({ object: 'driver', type: 'Warning', message: expect.stringContaining('spec.upgradePolicy.drain.podSelector') as unknown })]);
     // Nothing else: no node was labelled, cordoned or touched, now or in the next seconds.
     const selector = `${TEST_NODE_LABEL}=${world.id}`;
