@@ -69,6 +69,8 @@ describe(`the hostile DriverRollout corpus (${invalid.length} specs)`, () => {
       forMs: 3_000,
       unwanted: (_type, n) => (n.spec?.unschedulable === true || Object.keys(n.metadata?.labels ?? {}).some((k) => k.endsWith('-driver-upgrade-state')) ? 'a node was touched' : undefined),
     });
+    // They name this world's driver: left in place, they would be the older claim on it below.
+    for (const i of runtimeOnly.keys()) await world.custom.deleteNamespacedCustomObject({ ...crd, namespace: world.ns.name, name: `runtime-${i}` });
   });
 
   it('two rollouts for one driver in two namespaces: the older acts, the newer reports InvalidSpec on spec.driverName', async () => {
