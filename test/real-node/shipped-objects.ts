@@ -82,7 +82,7 @@ function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
   setEnv(agent, 'HTTP_PORT', String(site.agentPort));
   for (const v of spec.volumes ?? []) {
     const path = v.hostPath?.path;
-    if (path === '/run/driver-rollout' || path === '/run/modprobe.d' || path === '/var/lib/driver-rollout/cache') {
+    if (path === '/run/driver-rollout' || path === '/run/modprobe.d' || path === '/var/lib/driver-rollout/cache' || path === '/var/lib/driver-rollout/gpu/firmware') {
       v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
     }
   }
