@@ -4,8 +4,14 @@ import type { ConfigProblem } from '../../shared/errors.ts';
 export interface RolloutClaim {
   /** `namespace/name`. */
   readonly key: string;
-  /** metadata.creationTimestamp (ISO); the older claim wins. */
+  /** metadata.creationTimestamp (ISO, whole seconds); the older claim wins. */
   readonly createdAt: string;
+  /**
+   * Its stored status says it has been acting (a status without a True InvalidSpec). Creation
+   * times have one-second resolution: of two rollouts created in the same second, the one already
+   * acting keeps its nodes rather than handing them over on the next pass.
+   */
+  readonly acting: boolean;
   readonly driverName: string;
   /** The state label key, e.g. `nvidia.com/gpu-driver-upgrade-state`: two rollouts writing it would fight over every node. */
   readonly stateLabel: string;
@@ -16,11 +22,15 @@ export interface RolloutClaim {
 /**
  * Pure: which rollouts must not act because an older one already claims their driver (its node
  * labels and reasons, in any namespace) or one of their DaemonSets. Each loser gets problems with
- * a field path, reported like an invalid spec; the oldest claim (then the lower namespace/name)
- * keeps working. A loser claims nothing, so a third rollout is judged against the winner only.
+ * a field path, reported like an invalid spec; the oldest claim (within one second: the one
+ * already acting, then the lower namespace/name) keeps working. A loser claims nothing, so a third rollout is judged against the winner only.
  */
 export function findRolloutConflicts(claims: readonly RolloutClaim[]): Map<string, ConfigProblem[]> {
-  const ordered = [...claims].sort((a, b) => (a.createdAt === b.createdAt ? a.key.localeCompare(b.key) : a.createdAt.localeCompare(b.createdAt)));
+  const ordered = [...claims].sort((a, b) => {
+    if (a.createdAt !== b.createdAt) return a.createdAt.localeCompare(b.createdAt);
+    if (a.acting !== b.acting) return a.acting ? -1 : 1;
+    return a.key.localeCompare(b.key);
+  });
   const drivers = new Map<string, string>();
   const daemonSets = new Map<string, string>();
   const conflicts = new Map<string, ConfigProblem[]>();

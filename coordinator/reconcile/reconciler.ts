@@ -216,12 +216,20 @@ function claimOf(rollout: DriverRolloutObject, policy: DriverRolloutPolicy, cach
     key: `${namespace}/${rollout.metadata?.name ?? ''}`,
     // A Date from a typed client, an ISO string from the custom-object informer: compare as ISO.
     createdAt: isoTime(rollout.metadata?.creationTimestamp),
+    acting: hasActed(rollout.status),
     driverName: policy.driverName,
     stateLabel: policy.keys.upgradeState,
     daemonSets: [...caches.daemonSets.list()]
       .filter((ds) => ds.metadata?.namespace === namespace && matchesSelector(policy.daemonSetSelector, ds.metadata.labels ?? {}))
       .map((ds) => `${namespace}/${ds.metadata?.name ?? ''}`),
   };
+}
+
+/** A stored status (the coordinator wrote one) whose InvalidSpec condition is not True. */
+function hasActed(status: unknown): boolean {
+  if (typeof status !== 'object' || status === null || !('observedGeneration' in status)) return false;
+  const conditions = (status as { conditions?: unknown }).conditions;
+  return !(Array.isArray(conditions) && conditions.some((c: { type?: unknown; status?: unknown }) => c.type === 'InvalidSpec' && c.status === 'True'));
 }
 
 function isoTime(value: Date | string | undefined): string {

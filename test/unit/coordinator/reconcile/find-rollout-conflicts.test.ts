@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { findRolloutConflicts, type RolloutClaim } from '../../../../coordinator/reconcile/find-rollout-conflicts.ts';
 
-const claim = (key: string, createdAt: string, driverName: string, daemonSets: string[] = [], domain = 'nvidia.com'): RolloutClaim => ({
+const claim = (key: string, createdAt: string, driverName: string, daemonSets: string[] = [], domain = 'nvidia.com', acting = false): RolloutClaim => ({
   key,
   createdAt,
+  acting,
   driverName,
   stateLabel: `${domain}/${driverName}-driver-upgrade-state`,
   daemonSets,
@@ -21,6 +22,13 @@ describe('findRolloutConflicts', () => {
   it('breaks a tie in creation time by namespace/name, the same on every replica', () => {
     const t = '2026-11-22T01:00:00Z';
     expect([...findRolloutConflicts([claim('b/x', t, 'gpu'), claim('a/x', t, 'gpu')]).keys()]).toEqual(['b/x']);
+  });
+
+  it('within one second of creation, keeps the rollout already acting, whatever the names', () => {
+    const t = '2026-11-22T01:00:00Z';
+    const conflicts = findRolloutConflicts([claim('a-2/x', t, 'gpu'), claim('a/x', t, 'gpu', [], 'nvidia.com', true)]);
+    expect([...conflicts.keys()]).toEqual(['a-2/x']);
+    expect(conflicts.get('a-2/x')?.[0]?.message).toContain('already rolled out by DriverRollout a/x');
   });
 
   it('flags two rollouts claiming one DaemonSet on spec.selector', () => {
