@@ -1,12 +1,7 @@
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
-import {
-  DEVICE_KIND_SELECTORS,
-  DEVICE_KINDS,
-  deviceKindForDriver,
-  normalizeHexId,
-  type DeviceSelector,
-} from '../detect/device-selector.ts';
+import { DEVICE_KINDS, deviceKindForDriver } from '../../shared/device-kind.ts';
+import { DEVICE_KIND_SELECTORS, normalizeHexId, type DeviceSelector } from '../detect/device-selector.ts';
 import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/load-plan.ts';
 import { absolutePathList, optional, problem, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';

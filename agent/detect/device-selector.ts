@@ -1,3 +1,4 @@
+import type { DeviceKind } from '../../shared/device-kind.ts';
 import { isVirtualFunction, type PciDevice } from './pci-device.ts';
 
 /**
@@ -10,9 +11,6 @@ export interface DeviceSelector {
   readonly classPrefixes: readonly string[];
 }
 
-export const DEVICE_KINDS = ['gpu', 'nic'] as const;
-export type DeviceKind = (typeof DEVICE_KINDS)[number];
-
 /**
  * NVIDIA GPUs: VGA (0x0300) and 3D (0x0302) controllers; data-centre GPUs are 3D controllers.
  * Mellanox/NVIDIA NICs: Ethernet (0x0200) and InfiniBand (0x0207) controllers.
@@ -21,13 +19,6 @@ export const DEVICE_KIND_SELECTORS: Readonly<Record<DeviceKind, DeviceSelector>>
   gpu: { vendors: ['0x10de'], classPrefixes: ['0x0300', '0x0302'] },
   nic: { vendors: ['0x15b3'], classPrefixes: ['0x0200', '0x0207'] },
 };
-
-/** The device kind a driver name implies (`gpu` → GPUs; `ofed`, `mofed`, `doca`, `nic` → NICs), if any. */
-export function deviceKindForDriver(driver: string): DeviceKind | undefined {
-  if (driver === 'gpu' || driver === 'nvidia') return 'gpu';
-  if (['ofed', 'mofed', 'doca', 'nic', 'mlx5'].includes(driver)) return 'nic';
-  return undefined;
-}
 
 export function matchesSelector(device: PciDevice, selector: DeviceSelector): boolean {
   return (

@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEFAULT_KEY_DOMAIN, driverKeys, type DriverKeys } from '../../shared/keys.ts';
+import { defaultResourcePrefixes } from './device-resource-prefixes.ts';
 import {
   compileLabelSelector,
   isLabelKey,
@@ -37,8 +38,6 @@ export const DNS_SUBDOMAIN_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9](
 export const POOL_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** `maxUnavailable` as a string: a whole percentage from 0% to 100%. */
 export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
-
-export const DEFAULT_DEVICE_RESOURCE_PREFIXES: readonly string[] = ['nvidia.com/gpu', 'nvidia.com/mig-'];
 
 /**
  * The GPU Operator's operand labels whose DaemonSets hold /dev/nvidia* (device plugin, GFD and
@@ -134,8 +133,12 @@ const upgradePolicySchema = z.object({
       /** 0 waits forever for deleted pods to go away. */
       timeoutSeconds: timeoutSeconds(300),
       deleteEmptyDir: z.boolean().default(false),
-      /** A pod uses the device when a container requests or limits a resource whose name starts with one of these. */
-      resourcePrefixes: z.array(z.string().min(1)).default([...DEFAULT_DEVICE_RESOURCE_PREFIXES]),
+      /**
+       * A pod uses the device when a container requests or limits a resource whose name starts
+       * with one of these. Absent: by the driver's kind (device-resource-prefixes.ts), GPU
+       * resources for `gpu`, RDMA/SR-IOV resources for `ofed`, both for other names.
+       */
+      resourcePrefixes: z.array(z.string().min(1)).optional(),
       /** Pods matching this selector also count as device pods (e.g. RDMA pods that request nothing). */
       podSelector: selectorString.optional(),
     })
@@ -357,7 +360,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     },
     podDeletion: pd.enable ? { force: pd.force, timeoutSeconds: pd.timeoutSeconds, deleteEmptyDir: pd.deleteEmptyDir } : null,
     devicePods: {
-      resourcePrefixes: pd.resourcePrefixes,
+      resourcePrefixes: pd.resourcePrefixes ?? defaultResourcePrefixes(spec.driverName),
       podSelector: optionalSelector('spec.upgradePolicy.podDeletion.podSelector', pd.podSelector),
     },
     drain: {

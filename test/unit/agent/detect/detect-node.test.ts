@@ -10,7 +10,8 @@ import {
   detectNode,
   hasDevices,
 } from '../../../../agent/detect/detect-node.ts';
-import { DEVICE_KIND_SELECTORS, type DeviceKind } from '../../../../agent/detect/device-selector.ts';
+import { DEVICE_KIND_SELECTORS } from '../../../../agent/detect/device-selector.ts';
+import type { DeviceKind } from '../../../../shared/device-kind.ts';
 import { fixedHostInfo, type HostInfo } from '../../../../agent/detect/host-info.ts';
 import { readPciDevices, SysfsUnreadableError } from '../../../../agent/detect/read-pci-devices.ts';
 import {

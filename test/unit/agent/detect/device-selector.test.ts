@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   DEVICE_KIND_SELECTORS,
-  deviceKindForDriver,
   matchesSelector,
   normalizeHexId,
   selectDevices,
@@ -59,18 +58,6 @@ describe('selectDevices', () => {
         expect(selected).toHaveLength(expected.length);
       }),
     );
-  });
-});
-
-describe('deviceKindForDriver', () => {
-  it.each([
-    ['gpu', 'gpu'],
-    ['ofed', 'nic'],
-    ['doca', 'nic'],
-    ['nic', 'nic'],
-    ['sample', undefined],
-  ] as const)('%s → %s', (driver, kind) => {
-    expect(deviceKindForDriver(driver)).toBe(kind);
   });
 });
 

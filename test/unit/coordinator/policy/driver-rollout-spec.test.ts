@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_DEVICE_RESOURCE_PREFIXES, parseDriverRolloutSpec } from '../../../../coordinator/policy/driver-rollout-spec.ts';
+import { GPU_RESOURCE_PREFIXES, NIC_RESOURCE_PREFIXES } from '../../../../coordinator/policy/device-resource-prefixes.ts';
+import { parseDriverRolloutSpec } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { SPEC_SAMPLES } from './spec-samples.ts';
 
 describe('parseDriverRolloutSpec', () => {
@@ -43,7 +44,7 @@ describe('parseDriverRolloutSpec', () => {
     // On by default, as the GPU Operator's gpuPodDeletion: a driver is never restarted under a GPU pod.
     expect(p.podDeletion).toEqual({ force: false, timeoutSeconds: 300, deleteEmptyDir: false });
     expect(p.podRestart).toEqual({ timeoutSeconds: 900, failAfterSeconds: 120 });
-    expect(p.devicePods).toEqual({ resourcePrefixes: DEFAULT_DEVICE_RESOURCE_PREFIXES, podSelector: null });
+    expect(p.devicePods).toEqual({ resourcePrefixes: GPU_RESOURCE_PREFIXES, podSelector: null });
     expect(p.drain).toMatchObject({ enable: false, force: false, timeoutSeconds: 300, deleteEmptyDir: false });
     expect(p.drain.podSelector.requirements).toEqual([]);
     expect(p.validation).toEqual({ podSelector: null, timeoutSeconds: 600 });
@@ -52,6 +53,32 @@ describe('parseDriverRolloutSpec', () => {
     expect(p.maxFailedNodes).toBeNull();
     expect(p.priorityLabel).toBeNull();
     expect(p.pools).toEqual([]);
+  });
+
+  // A NIC driver's restart must not delete GPU pods, nor a GPU driver's miss none of its own.
+  it.each([
+    ['gpu', GPU_RESOURCE_PREFIXES],
+    ['nvidia', GPU_RESOURCE_PREFIXES],
+    ['ofed', NIC_RESOURCE_PREFIXES],
+    ['doca', NIC_RESOURCE_PREFIXES],
+    ['mlx5', NIC_RESOURCE_PREFIXES],
+    ['sample', [...GPU_RESOURCE_PREFIXES, ...NIC_RESOURCE_PREFIXES]],
+  ] as const)('defaults podDeletion.resourcePrefixes by the driver: %s', (driverName, prefixes) => {
+    const result = parseDriverRolloutSpec({ driverName, selector: { matchLabels: { app: 'd' } } });
+    expect(result.ok && result.policy.devicePods.resourcePrefixes).toEqual(prefixes);
+  });
+
+  it('NIC defaults cover the Network Operator’s RDMA and SR-IOV resources and no GPU resource', () => {
+    const result = parseDriverRolloutSpec({ driverName: 'ofed', selector: { matchLabels: { app: 'd' } } });
+    if (!result.ok) throw new Error('expected a valid spec');
+    const uses = (resource: string): boolean => result.policy.devicePods.resourcePrefixes.some((p) => resource.startsWith(p));
+    for (const r of ['rdma/rdma_shared_device_a', 'nvidia.com/hostdev', 'nvidia.com/rdma_host_dev', 'openshift.io/sriovlegacy']) expect(uses(r), r).toBe(true);
+    for (const r of ['nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'cpu']) expect(uses(r), r).toBe(false);
+  });
+
+  it('keeps resourcePrefixes the spec sets, whatever the driver', () => {
+    const result = parseDriverRolloutSpec({ driverName: 'ofed', selector: { matchLabels: { app: 'd' } }, upgradePolicy: { podDeletion: { resourcePrefixes: ['example.com/nic'] } } });
+    expect(result.ok && result.policy.devicePods.resourcePrefixes).toEqual(['example.com/nic']);
   });
 
   it('gives pools the top-level limits unless they set their own', () => {
