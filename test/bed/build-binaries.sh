@@ -10,6 +10,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=kubernetes-go-build.sh
+source "$here/kubernetes-go-build.sh"
 
 cache=${DRIVER_ROLLOUT_CACHE:-$HOME/.cache/driver-rollout}
 key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
@@ -46,9 +48,7 @@ if [ -f "$bin/.complete" ] && command -v go >/dev/null; then
   if is_complete; then log "warm cache (stages refreshed): $bin"; echo "$bin"; exit 0; fi
 fi
 
-[ -x /usr/local/go/bin/go ] && PATH=$PATH:/usr/local/go/bin
-command -v go >/dev/null || { log "go is not installed; the test bed builds Kubernetes from Go modules"; exit 1; }
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+setup_go "the test bed (Kubernetes, etcd, KWOK)"
 mkdir -p "$bin" "$work"
 # One builder at a time per cache key; a second waits, then finds the cache warm.
 exec 9>"$work/.lock"
@@ -59,34 +59,9 @@ started=$SECONDS
 
 # --- Kubernetes: a wrapper module replacing every staging module with its published version.
 kmod="$work/kubernetes"
-mkdir -p "$kmod"
-log "resolving k8s.io/kubernetes@$KUBERNETES_VERSION"
-upstream_mod=$(cd "$kmod" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-staging_version="v0${KUBERNETES_VERSION#v1}"
-{
-  echo "module driverrollout.test/kubernetes-build"
-  echo
-  echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0"
-  echo
-  echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
-  echo
-  grep -E '^\s*k8s\.io/[^ ]+ => \./staging/' "$upstream_mod" \
-    | awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
-  for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    echo "tool k8s.io/kubernetes/cmd/$t"
-  done
-} > "$kmod/go.mod"
-log "wrapper module has $(grep -c '^replace' "$kmod/go.mod") staging replaces"
-(cd "$kmod" && log "go mod tidy (downloads modules)" && go mod tidy)
-major=${KUBERNETES_VERSION#v}; major=${major%%.*}
-minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
-ldflags=""
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-done
+write_kubernetes_wrapper "$kmod" driverrollout.test/kubernetes-build kube-apiserver kube-controller-manager kube-scheduler kubectl
 for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  log "building $t $KUBERNETES_VERSION"
-  (cd "$kmod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$t" "k8s.io/kubernetes/cmd/$t")
+  build_kubernetes_command "$kmod" "$t" "$bin/$t"
 done
 
 # --- etcd: the server module's root package is the etcd binary.

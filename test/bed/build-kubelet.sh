@@ -11,6 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=kubernetes-go-build.sh
+source "$here/kubernetes-go-build.sh"
 
 cache=${DRIVER_ROLLOUT_CACHE:-$HOME/.cache/driver-rollout}
 key="kubelet-${KUBERNETES_VERSION}"
@@ -22,39 +24,15 @@ is_complete() { [ -x "$bin/kubelet" ] && [ -f "$bin/.complete" ]; }
 
 if is_complete; then log "warm cache: $bin"; echo "$bin"; exit 0; fi
 
-[ -x /usr/local/go/bin/go ] && PATH=$PATH:/usr/local/go/bin
-command -v go >/dev/null || { log "go is not installed; the real node's kubelet is built from Go modules"; exit 1; }
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+setup_go "the real node's kubelet"
 mkdir -p "$bin" "$work"
 exec 9>"$work/.lock"
 flock 9
 if is_complete; then log "warm cache (built by a concurrent run): $bin"; echo "$bin"; exit 0; fi
 started=$SECONDS
 
-# A wrapper module replacing every staging module with its published version (as build-binaries.sh).
-log "resolving k8s.io/kubernetes@$KUBERNETES_VERSION"
-upstream_mod=$(cd "$work" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-staging_version="v0${KUBERNETES_VERSION#v1}"
-{
-  echo "module driverrollout.test/kubelet-build"
-  echo
-  echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0"
-  echo
-  echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
-  echo
-  grep -E '^\s*k8s\.io/[^ ]+ => \./staging/' "$upstream_mod" \
-    | awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
-  echo "tool k8s.io/kubernetes/cmd/kubelet"
-} > "$work/go.mod"
-(cd "$work" && log "go mod tidy (downloads modules)" && go mod tidy)
-major=${KUBERNETES_VERSION#v}; major=${major%%.*}
-minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
-ldflags=""
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-done
-log "building kubelet $KUBERNETES_VERSION"
-(cd "$work" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/kubelet" k8s.io/kubernetes/cmd/kubelet)
+write_kubernetes_wrapper "$work" driverrollout.test/kubelet-build kubelet
+build_kubernetes_command "$work" kubelet "$bin/kubelet"
 touch "$bin/.complete"
 log "built kubelet in $((SECONDS - started)) s"
 echo "$bin"

@@ -12,7 +12,8 @@ import { ensureR8168Modules } from '../vendor-drivers/ensure-vendor-builds.ts';
 import type { ScenarioStep, StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
-import { GUEST_NODE_COMPILE_CACHE, runGuestScenario } from './harness/run-guest-scenario.ts';
+import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
+import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
 
 /*
  * The host stays clean (issue 10) and a failed load is rolled back (issue 11), on Debian's
@@ -71,20 +72,8 @@ function reload(built: DriverToLoad, parameters: ModuleParameters = {}, more: Ex
   return { kind: 'reload', built, tree: tree(built.driver), parameters, more: { lastGoodFile: lastGood(built.driver), ...more } };
 }
 
-async function runInGuest(name: string, steps: readonly ScenarioStep[], watch: readonly string[], expectedErrors: readonly string[] = []): Promise<readonly StepReport[]> {
-  const report = await runGuestScenario(guest, { steps, watch }, { timeoutMs: 300_000 });
-  const failed = report.steps.find((s) => s.error !== undefined && !expectedErrors.includes(s.error.name));
-  if (failed?.error !== undefined) {
-    throw new Error(`${name}: the agent failed: ${failed.error.name}: ${failed.error.message}\n--- agent log ---\n${report.agentLog.slice(-6_000)}`);
-  }
-  console.info(`kernel tests: ${name}: ${report.wallMs} ms in the guest; steps ${report.steps.map((s) => `${s.kind} ${s.durationMs} ms`).join(', ')}`);
-  return report.steps;
-}
-
-function step(steps: readonly StepReport[], index: number): StepReport {
-  const found = steps[index];
-  if (found === undefined) throw new Error(`the scenario reported ${steps.length} steps, not ${index + 1}`);
-  return found;
+function runInGuest(name: string, steps: readonly ScenarioStep[], watch: readonly string[], expectedErrors: readonly string[] = []): Promise<readonly StepReport[]> {
+  return runAgentSteps(guest, name, { steps, watch }, { expectedErrors });
 }
 
 function srcversions(built: DriverToLoad): Record<string, string | undefined> {
@@ -138,7 +127,7 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
   it("installs, upgrades and loads from the driver's own trees; inbox dependencies come from the host's tree; the host's tree is byte-identical afterwards", async () => {
     const firmware = { sourceDir: FIRMWARE_FIXTURE, hostDir: `${STATE}/firmware/drsample` };
     const steps = await runInGuest('install and upgrade in private trees', [reload(v1), reload(v2, {}, { firmware }), reload(crcDriver)], [CORE, NET, CRC, 'crc8']);
-    const upgrade = step(steps, 1);
+    const upgrade = stepAt(steps, 1);
     expect(upgrade.result?.outcome).toBe('reloaded');
     expect(loadedSrcversions(upgrade, [CORE, NET])).toEqual(srcversions(v2));
     expect(upgrade.result?.loadOrder.every((s) => s.path.startsWith(`${STATE}/drsample/root/lib/modules/`))).toBe(true);
@@ -148,7 +137,7 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
     expect(await shell(`cat ${firmware.hostDir}/drsample/drsample-fw.bin`)).toContain('driver-rollout test firmware');
 
     // crc8 is the kernel's own module: loaded from the host's /lib/modules, not copied anywhere.
-    const crc = step(steps, 2);
+    const crc = stepAt(steps, 2);
     expect(crc.result?.preloaded).toEqual(['crc8']);
     expect(crc.after[CRC]).toMatchObject({ srcversion: crcDriver.modules[0]?.srcversion });
     expect(crc.after.crc8).toMatchObject({ holders: [CRC] });
@@ -157,7 +146,7 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
     expect(await shell(`ls ${STATE}/drsample/root/lib/modules/${guest.kernel.version}/updates/drsample`)).toBe('drsample_core.ko\ndrsample_net.ko\n');
 
     const restored = await runInGuest('restore the firmware path on stop', [{ kind: 'restore-firmware-path', previousPath: '' }], []);
-    expect(step(restored, 0).error).toBeUndefined();
+    expect(stepAt(restored, 0).error).toBeUndefined();
     expect((await shell('cat /sys/module/firmware_class/parameters/path')).trim()).toBe('');
   });
 
@@ -171,7 +160,7 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
       [CORE, NET],
       ['DriverRolledBackError'],
     );
-    const failed = step(steps, 0);
+    const failed = stepAt(steps, 0);
     expect(failed.error?.name).toBe('DriverRolledBackError');
     // modprobe names drsample_net (the module it was asked for); the kernel refused drsample_core.
     expect(failed.error?.message).toBe(
@@ -187,10 +176,10 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
 
   it("loads Debian's r8168 (built by dkms) for real, verified by srcversion, and replaces it through the full unload and load path", async () => {
     const steps = await runInGuest('r8168', [reload(r8168), reload(r8168, { [R8168]: { eee_enable: '0' } })], [R8168]);
-    const fresh = step(steps, 0);
+    const fresh = stepAt(steps, 0);
     expect(fresh.result?.outcome).toBe('loaded-fresh');
     expect(fresh.after[R8168]).toMatchObject({ srcversion: r8168.modules[0]?.srcversion, version: r8168.version, refcnt: 0 });
-    const replaced = step(steps, 1);
+    const replaced = stepAt(steps, 1);
     expect(replaced.result).toMatchObject({ outcome: 'reloaded', unloaded: [R8168] });
     expect(replaced.result?.loadOrder.map((s) => `${s.module} ${s.options}`)).toEqual([`${R8168} eee_enable=0`]);
     expect(replaced.after[R8168]).toMatchObject({ srcversion: r8168.modules[0]?.srcversion });

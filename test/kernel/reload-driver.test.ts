@@ -10,7 +10,8 @@ import { buildSampleDriver, silentLogger } from '../unit/agent/build/sample-driv
 import { runScenario, type ScenarioStep, type StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
-import { GUEST_NODE_COMPILE_CACHE, runGuestScenario } from './harness/run-guest-scenario.ts';
+import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
+import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
 import { simulatedWorld } from './harness/simulated-world.ts';
 
 /*
@@ -70,25 +71,13 @@ function reload(built: BuiltDriver, tree: ModuleTree, parameters: ModuleParamete
 }
 
 /** Runs the steps in the guest; a reload error other than `expectedErrors` fails with the agent's log. */
-async function runInGuest(
+function runInGuest(
   name: string,
   steps: readonly ScenarioStep[],
   expectedErrors: readonly string[] = [],
   watch: readonly string[] = [CORE, NET],
 ): Promise<readonly StepReport[]> {
-  const report = await runGuestScenario(guest, { steps, watch });
-  const failedReload = report.steps.find((s) => s.error !== undefined && !expectedErrors.includes(s.error.name));
-  if (failedReload?.error !== undefined) {
-    throw new Error(`${name}: the agent failed: ${failedReload.error.name}: ${failedReload.error.message}\n--- agent log ---\n${report.agentLog.slice(-6_000)}`);
-  }
-  console.info(`kernel tests: ${name}: ${report.wallMs} ms in the guest; steps ${report.steps.map((s) => `${s.kind} ${s.durationMs} ms`).join(', ')}`);
-  return report.steps;
-}
-
-function step(steps: readonly StepReport[], index: number): StepReport {
-  const found = steps[index];
-  if (found === undefined) throw new Error(`the scenario reported ${steps.length} steps, not ${index + 1}`);
-  return found;
+  return runAgentSteps(guest, name, { steps, watch }, { expectedErrors });
 }
 
 /** The sample modules' own init/exit messages, in the order the kernel logged them. */
@@ -131,7 +120,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       reload(v1, tree, { [CORE]: { greeting } }),
       { kind: 'open-device', device: DEVICE },
     ]);
-    const load = step(steps, 0);
+    const load = stepAt(steps, 0);
     expect(load.result?.outcome).toBe('loaded-fresh');
     expect(load.result?.unloaded).toEqual([]);
     expect(load.result?.loadOrder.map((s) => s.module)).toEqual([CORE, NET]);
@@ -142,15 +131,15 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(load.after[NET]).toMatchObject({ version: '1.0.0', refcnt: 0, holders: [] });
     expect(moduleEvents(load)).toEqual([`${CORE} 1.0.0 loaded`, `${NET} 1.0.0 loaded`]);
     expect(load.kernelLog).toContainEqual(expect.stringContaining(`core says ${greeting}`));
-    expect(step(steps, 1).openError).toBeUndefined();
+    expect(stepAt(steps, 1).openError).toBeUndefined();
   });
 
   it('upgrades version 1 to version 2, unloading holders first, and version 2 is what runs', async () => {
     const tree = freshTree();
     const steps = await runInGuest('upgrade', [reload(v1, tree), reload(v2, tree)]);
     expect(srcversions(v2)).not.toEqual(srcversions(v1));
-    expect(loadedSrcversions(step(steps, 0))).toEqual(srcversions(v1));
-    const upgrade = step(steps, 1);
+    expect(loadedSrcversions(stepAt(steps, 0))).toEqual(srcversions(v1));
+    const upgrade = stepAt(steps, 1);
     expect(upgrade.result?.outcome).toBe('reloaded');
     expect(upgrade.result?.unloaded).toEqual([NET, CORE]);
     expect(moduleEvents(upgrade)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 2.0.0 loaded`, `${NET} 2.0.0 loaded`]);
@@ -169,10 +158,10 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       { kind: 'release-device' },
       reload(v2, tree),
     ], ['DriverInUseError', 'ModuleBusyError']);
-    const held = step(steps, 1);
+    const held = stepAt(steps, 1);
     expect(held.after[CORE]).toMatchObject({ refcnt: 2, holders: [NET] });
 
-    const refused = step(steps, 2);
+    const refused = stepAt(steps, 2);
     expect(refused.result).toBeUndefined();
     expect(refused.error?.name).toBe('DriverInUseError');
     // The module and the reason from /sys/module, and the process from the guest's real /proc.
@@ -187,19 +176,19 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     expect(moduleEvents(refused)).toEqual([]);
     expect(loadedSrcversions(refused)).toEqual(srcversions(v1));
 
-    const stillWorking = step(steps, 3);
+    const stillWorking = stepAt(steps, 3);
     expect(stillWorking.openError).toBeUndefined();
     expect(stillWorking.after[CORE]).toMatchObject({ version: '1.0.0', refcnt: 2 });
 
     // Should a user appear after the agent's check, the kernel (via rmmod) refuses on its own,
     // and the adapter says so with its own error class.
-    const rmmod = step(steps, 4);
+    const rmmod = stepAt(steps, 4);
     expect(rmmod.error?.name).toBe('ModuleBusyError');
     expect(rmmod.error?.message).toMatch(/^rmmod drsample_core failed \(exit 1\): rmmod: ERROR: Module drsample_core is in use/);
     expect(loadedSrcversions(rmmod)).toEqual(srcversions(v1));
 
-    expect(step(steps, 5).after[CORE]).toMatchObject({ refcnt: 1, holders: [NET] });
-    const retry = step(steps, 6);
+    expect(stepAt(steps, 5).after[CORE]).toMatchObject({ refcnt: 1, holders: [NET] });
+    const retry = stepAt(steps, 6);
     expect(retry.result?.outcome).toBe('reloaded');
     expect(moduleEvents(retry)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 2.0.0 loaded`, `${NET} 2.0.0 loaded`]);
     expect(loadedSrcversions(retry)).toEqual(srcversions(v2));
@@ -213,19 +202,19 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       reload(v1, tree, { [CORE]: { greeting: 'second' } }),
       reload(v1, tree),
     ]);
-    const again = step(steps, 1);
+    const again = stepAt(steps, 1);
     expect(again.result).toMatchObject({ outcome: 'fast-path', unloaded: [], loadOrder: [] });
     expect(moduleEvents(again)).toEqual([]);
     expect(loadedSrcversions(again)).toEqual(srcversions(v1));
-    expect(again.after).toEqual(step(steps, 0).after);
+    expect(again.after).toEqual(stepAt(steps, 0).after);
     // Same srcversion, other parameters: not the fast path, the kernel must see the new value.
-    const reconfigured = step(steps, 2);
+    const reconfigured = stepAt(steps, 2);
     expect(reconfigured.result?.outcome).toBe('reloaded');
     expect(moduleEvents(reconfigured)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`, `${CORE} 1.0.0 loaded`, `${NET} 1.0.0 loaded`]);
     expect(reconfigured.after[CORE]?.parameters).toEqual({ greeting: 'second' });
     // The parameter dropped from config: sysfs alone cannot tell (it shows the old value), the
     // options file of the last load can; the reload brings back the module's default.
-    const dropped = step(steps, 3);
+    const dropped = stepAt(steps, 3);
     expect(dropped.result).toMatchObject({ outcome: 'reloaded', reason: 'module options changed since the last load' });
     expect(dropped.after[CORE]?.parameters).toEqual({ greeting: 'hello' });
   });
@@ -239,7 +228,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       [reload(v1, tree, { [CORE]: { greeting: 'configured' } }), reload(v2, tree, { [CORE]: { greting: 'misspelt' } })],
       ['ConfigError'],
     );
-    const refused = step(steps, 1);
+    const refused = stepAt(steps, 1);
     expect(refused.error?.name).toBe('ConfigError');
     expect(refused.error?.message).toContain('parameters.drsample_core.greting: drsample_core has no parameter greting (it declares greeting)');
     expect(moduleEvents(refused)).toEqual([]);
@@ -255,13 +244,13 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     const tree = freshTree();
     // A host tree without crc8 (an empty one): modprobe cannot resolve it there.
     const emptyHost = { ...tree, root: `${tree.root}-empty-host` };
-    const missing = step(await runInGuest('inbox dependency missing from the host tree', [{ ...reload(crcDriver, tree), more: { hostTree: emptyHost } }], ['ModuleDependencyError'], [CRC, 'crc8']), 0);
+    const missing = stepAt(await runInGuest('inbox dependency missing from the host tree', [{ ...reload(crcDriver, tree), more: { hostTree: emptyHost } }], ['ModuleDependencyError'], [CRC, 'crc8']), 0);
     expect(missing.error?.name).toBe('ModuleDependencyError');
     expect(missing.error?.message).toBe("the host's module tree cannot provide the driver's inbox dependencies (crc8); nothing was unloaded");
     expect(missing.after).toEqual({ [CRC]: null, crc8: null });
 
     // The distribution's crc8, from the kernel's own /lib/modules (the default host tree).
-    const loaded = step(await runInGuest('inbox dependency from the host tree', [reload(crcDriver, tree)], [], [CRC, 'crc8']), 0);
+    const loaded = stepAt(await runInGuest('inbox dependency from the host tree', [reload(crcDriver, tree)], [], [CRC, 'crc8']), 0);
     expect(loaded.result?.outcome).toBe('loaded-fresh');
     expect(loaded.result?.preloaded).toEqual(['crc8']);
     expect(loaded.after[CRC]).toMatchObject({ version: '1.0.0', srcversion: crcDriver.modules[0]?.srcversion });
@@ -276,10 +265,10 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     const tree = freshTree();
     const parameters = { [CRC]: { polynomial: '0x31', verbose: 'yes' } };
     const steps = await runInGuest('parameter spelling', [reload(crcDriver, tree, parameters), reload(crcDriver, tree, parameters)], [], [CRC]);
-    const first = step(steps, 0);
+    const first = stepAt(steps, 0);
     expect(first.after[CRC]?.parameters).toEqual({ polynomial: '49', verbose: 'Y' });
     expect(first.kernelLog).toContainEqual(expect.stringContaining('drsample_crc loaded (table[1]=0x31, verbose)'));
-    expect(step(steps, 1).result).toMatchObject({ outcome: 'fast-path', unloaded: [] });
+    expect(stepAt(steps, 1).result).toMatchObject({ outcome: 'fast-path', unloaded: [] });
   });
 
   it('unloads a competing inbox module before loading, and unloads the driver holders first on stop', async () => {
@@ -293,13 +282,13 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
       [],
       [CORE, NET, 'dummy'],
     );
-    const load = step(steps, 0);
+    const load = stepAt(steps, 0);
     expect(load.result?.unloaded).toEqual(['dummy']);
     expect(load.after).toMatchObject({ dummy: null, [CORE]: { version: '1.0.0' }, [NET]: { version: '1.0.0' } });
     const configFiles = await guest.run(`ls ${tree.configDir}`);
     expect(configFiles.stdout.split('\n').filter((f) => f !== '')).toEqual(['driver-rollout-drsample.conf']);
 
-    const stop = step(steps, 1);
+    const stop = stepAt(steps, 1);
     expect(stop.unloaded).toEqual([NET, CORE]);
     expect(moduleEvents(stop)).toEqual([`${NET} 1.0.0 unloaded`, `${CORE} 1.0.0 unloaded`]);
     expect(stop.after).toEqual({ [CORE]: null, [NET]: null, dummy: null });
@@ -347,7 +336,7 @@ describe("the agent's real kernel adapter on Debian's kernel under QEMU", () => 
     const tree = freshTree();
     // A charp parameter longer than 1024 bytes: the kernel's param_set_charp fails the init_module call (ENOSPC).
     const steps = await runInGuest('kernel rejects the load', [reload(v1, tree, { [CORE]: { greeting: 'x'.repeat(1025) } })], ['ModuleLoadError']);
-    const rejected = step(steps, 0);
+    const rejected = stepAt(steps, 0);
     expect(rejected.error?.name).toBe('ModuleLoadError');
     expect(rejected.error?.message).toBe("drsample_core failed to load: could not insert 'drsample_core': No space left on device; no driver module left loaded");
     expect(rejected.after).toEqual({ [CORE]: null, [NET]: null });
