@@ -3,7 +3,7 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
 import { ConfigError, type ConfigProblem } from '../shared/errors.ts';
-import { driverKeys } from '../shared/keys.ts';
+import { driverKeys, type DriverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { acquireNodeLock } from './acquire-node-lock.ts';
@@ -17,7 +17,11 @@ import { createNodeLabelWriter } from './report/node-labels.ts';
 import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
-import { createAgentSteps } from './create-agent-steps.ts';
+import { buildDriverFor, createAgentSteps } from './create-agent-steps.ts';
+import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
+import { findInstalledKernels } from './build/find-installed-kernels.ts';
+import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
+import type { AgentMetrics } from './report/agent-metrics.ts';
 import { runAgent } from './run-agent.ts';
 
 /**
@@ -94,6 +98,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
   const steps = createAgentSteps(config, kernel, hostInfo, log);
+  const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
     statusServer,
     reporter,
@@ -114,6 +119,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
             unloadOnStop: config.unloadOnStop,
             stopFlushMs: STOP_FLUSH_MS,
             random: Math.random,
+            preflight,
           },
           signal,
         );
@@ -123,6 +129,27 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     },
     close: () => statusServer.close(),
   };
+}
+
+/** The next-kernel preflight over the agent's own build, a label writer and an Event recorder of its own. */
+function createPreflight(config: AgentConfig, core: CoreV1Api, keys: DriverKeys, metrics: AgentMetrics, log: Logger) {
+  const preflightLog = log.child({ task: 'next-kernel-preflight' });
+  return (runningKernel: string, signal: AbortSignal) =>
+    runNextKernelPreflight(
+      {
+        keys,
+        context: { driver: config.driver, version: config.driverVersion },
+        findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
+        build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log: preflightLog, signal: buildSignal, background: true }),
+        writeLabels: createNodeLabelWriter(core, config.nodeName),
+        recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
+        metrics,
+        log: preflightLog,
+        intervalMs: config.nextKernelIntervalMs,
+      },
+      runningKernel,
+      signal,
+    );
 }
 
 async function createKernel(

@@ -15,6 +15,33 @@ import { reloadDriver } from './kernel/reload-driver.ts';
 import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
 
+/**
+ * The driver's build for one kernel as configured. The agent's own build and the next-kernel
+ * preflight both go through here, so a kernel built ahead of a reboot has the cache key the
+ * agent looks up after it (`background` changes the priority only, not the key).
+ */
+export function buildDriverFor(
+  config: AgentConfig,
+  kernelRelease: string,
+  run: { readonly log: Logger; readonly signal: AbortSignal; readonly background?: boolean },
+): Promise<BuiltDriver> {
+  return buildDriver({
+    driver: config.driver,
+    version: config.driverVersion,
+    kernelVersion: kernelRelease,
+    source: config.source,
+    cacheDir: config.cacheDir,
+    recipe: config.recipe,
+    ...(config.prebuiltDir === undefined ? {} : { prebuiltDir: config.prebuiltDir }),
+    dependencySymvers: Object.fromEntries(config.dependencySymvers.map((path) => [path, path])),
+    signing: config.signing,
+    ...(config.headersDirs === undefined ? {} : { headersDirs: config.headersDirs.map((d) => d.replaceAll('{kernel}', kernelRelease)) }),
+    ...(run.background === true ? { background: true } : {}),
+    logger: run.log,
+    signal: run.signal,
+  });
+}
+
 /** The flow's steps over detection, buildDriver and reloadDriver. */
 export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger): AgentSteps {
   const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
@@ -35,22 +62,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       detectNode({ sysfsRoot: config.sysfsRoot, selector: config.deviceSelector, hostInfo, kernelReleaseOverride: config.kernelVersion }),
 
     async build(detection, signal) {
-      lastBuilt = await buildDriver({
-        driver: config.driver,
-        version: config.driverVersion,
-        kernelVersion: detection.host.kernelRelease,
-        source: config.source,
-        cacheDir: config.cacheDir,
-        recipe: config.recipe,
-        ...(config.prebuiltDir === undefined ? {} : { prebuiltDir: config.prebuiltDir }),
-        dependencySymvers: Object.fromEntries(config.dependencySymvers.map((path) => [path, path])),
-        signing: config.signing,
-        ...(config.headersDirs === undefined
-          ? {}
-          : { headersDirs: config.headersDirs.map((d) => d.replaceAll('{kernel}', detection.host.kernelRelease)) }),
-        logger: log,
-        signal,
-      });
+      lastBuilt = await buildDriverFor(config, detection.host.kernelRelease, { log, signal });
       return lastBuilt;
     },
 

@@ -75,11 +75,29 @@ const MAX_COMPILER_ERRORS = 5;
  */
 export function summarizeCompileError(error: CompileError): string {
   const headline = error.message.split('\n', 1)[0] ?? error.message;
-  const errors = error.outputTail
-    .split('\n')
-    .filter((line) => /\berror:/.test(line) || /^\S*ERROR:/.test(line))
-    .map((line) => line.trim().replace(/^\/\S*\/([^/\s]+:\d+)/, '$1'));
+  const errors = compilerErrorLines(error);
   const shown = errors.slice(0, MAX_COMPILER_ERRORS);
   const more = errors.length > shown.length ? ` (and ${errors.length - shown.length} more)` : '';
   return shown.length === 0 ? error.message : `${headline} ${shown.join('; ')}${more}`;
+}
+
+/** The compiler's `error:` (and kbuild's `ERROR:`) lines, the temporary build directory cut from their paths. */
+function compilerErrorLines(error: CompileError): string[] {
+  return error.outputTail
+    .split('\n')
+    .filter((line) => /\berror:/.test(line) || /^\S*ERROR:/.test(line))
+    .map((line) => line.trim().replace(/^\/\S*\/([^/\s]+:\d+)/, '$1'));
+}
+
+/**
+ * Pure: the one line that says why a build failed: the compiler's first error
+ * (`drsample_core.c:12:1: error: ...`), else the first line of the error's message.
+ */
+export function firstBuildError(error: unknown): string {
+  if (error instanceof CompileError) {
+    const first = compilerErrorLines(error)[0];
+    if (first !== undefined) return first;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n', 1)[0] ?? message;
 }

@@ -64,6 +64,11 @@ export interface AgentDeps {
   /** How long stopping waits for the API server to take the not-ready condition. */
   readonly stopFlushMs: number;
   readonly random: () => number;
+  /**
+   * Started in the background once the driver first loads, for the kernel it loaded on (the
+   * next-kernel preflight); runs until the agent stops. Its failures are its own to report.
+   */
+  readonly preflight?: ((runningKernel: string, signal: AbortSignal) => Promise<void>) | undefined;
 }
 
 type Attempt =
@@ -98,6 +103,7 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
   await report({ phase: 'Starting', reason: 'Starting', message: `${deps.driver} agent starting` });
   let release: (() => Promise<void>) | undefined;
   let loadedOnce = false;
+  let preflight: Promise<void> | undefined;
   try {
     let waiting = false;
     release = await deps.lock(stop.signal, {
@@ -124,6 +130,12 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       if (attempt.kind === 'loaded') {
         loadedOnce = true;
         failures = 0;
+        if (preflight === undefined && deps.preflight !== undefined) {
+          // Low priority and abortable: it never delays the loaded driver's checks or a stop.
+          preflight = deps.preflight(attempt.built.kernelVersion, stop.signal).catch((error: unknown) => {
+            log.error({ err: error }, 'next-kernel preflight stopped');
+          });
+        }
         const lost = await watchLoaded(deps, attempt.built, stop.signal);
         if (lost === undefined) break;
         await reportFailure(deps, report, 'verify', lost);
@@ -145,6 +157,8 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
   } catch (error) {
     if (!(error instanceof NodeLockError && stop.signal.aborted)) throw error;
   } finally {
+    stop.abort(signal.reason);
+    await preflight;
     await shutDown(deps, release, loadedOnce);
   }
   if (lockLost !== undefined) throw new NodeLockError('the node lock was lost while the agent ran', {}, { cause: lockLost });

@@ -89,5 +89,7 @@ function renderNodes(nodes: readonly NodeView[], width: number): string[] {
     if (!inline && n.reason !== '') lines.push(...wrap(n.reason, width - 4).map((l) => `    ${l}`));
   }
   if (nodes.some((n) => n.driverVersion !== null && !n.driverReady)) lines.push(truncate('* driver pod not Ready', width));
+  const nextKernel = nodes.filter((n) => n.nextKernelFailed !== null).map((n) => (n.nextKernelFailed === '' ? n.name : `${n.name} (${n.nextKernelFailed})`));
+  if (nextKernel.length > 0) lines.push(...wrap(`driver does not build for the next kernel on: ${nextKernel.join(', ')}`, width));
   return lines;
 }

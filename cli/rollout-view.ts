@@ -1,6 +1,6 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { compileLabelSelector, matchesSelector, type LabelSelectorObject, type Selector } from '../coordinator/policy/label-selector.ts';
-import { DEFAULT_KEY_DOMAIN, driverKeys, isUpgradeState, type DriverKeys, type UpgradeState } from '../shared/keys.ts';
+import { DEFAULT_KEY_DOMAIN, driverKeys, isUpgradeState, NEXT_KERNEL_FAILED, type DriverKeys, type UpgradeState } from '../shared/keys.ts';
 
 /** One node of a rollout as the plugin shows it. */
 export interface NodeView {
@@ -16,6 +16,11 @@ export interface NodeView {
   readonly driverReady: boolean;
   readonly cordoned: boolean;
   readonly skipped: boolean;
+  /**
+   * The agent's next-kernel preflight: the newest other installed kernel the driver does not
+   * build for (`''` when the agent named none), null when it builds for all of them or was not run.
+   */
+  readonly nextKernelFailed: string | null;
 }
 
 /** One DriverRollout with its nodes: what `status` prints and `-o json|yaml` emits. */
@@ -125,7 +130,13 @@ function nodeView(n: V1Node, ctx: NodeContext): NodeView {
     driverReady: podReady === undefined ? labels[keys.driverReady] === 'true' : podReady.status === 'True',
     cordoned: n.spec?.unschedulable === true,
     skipped: labels[keys.upgradeSkip] === 'true',
+    nextKernelFailed: nextKernelFailed(keys, labels),
   };
+}
+
+/** The agent's next-kernel preflight labels: the failing kernel it named (`''`: none named), null when not failed. */
+function nextKernelFailed(keys: DriverKeys, labels: Readonly<Record<string, string>>): string | null {
+  return labels[keys.nextKernel] === NEXT_KERNEL_FAILED ? (labels[keys.nextKernelFailed] ?? '') : null;
 }
 
 /** The counts of the rollout's status; from the nodes when the coordinator wrote none yet. */

@@ -10,6 +10,8 @@
 #     linux-image-amd64    the matching kernel the real-kernel tests boot under QEMU
 #     qemu-system-x86      QEMU for the real-kernel tests
 #     busybox-static       the guest's initramfs userland
+#     and, side by side, the headers of every kernel ABI the apt sources serve
+#     (scripts/ensure-next-kernel-headers.sh: the agent's next-kernel preflight tests)
 #   scripts/ensure-system-packages.sh PROFILE --list   prints the profile's packages, installs nothing
 # Go (for building the control plane) must already be on PATH; this script checks it.
 set -euo pipefail
@@ -37,6 +39,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
+
+if [ "$profile" = test ]; then bash "$(dirname "${BASH_SOURCE[0]}")/ensure-next-kernel-headers.sh"; fi
 
 if ! command -v go >/dev/null; then
   if [ -x /usr/local/go/bin/go ]; then

@@ -82,6 +82,17 @@ export interface DriverKeys {
   readonly driverVersion: string;
   /** Node label (agent, OWN_KEY_DOMAIN): `"true"` once the driver is loaded and verified. */
   readonly driverReady: string;
+  /**
+   * Node label (agent, OWN_KEY_DOMAIN): `ready` when the driver built (and is cached) for every
+   * other kernel with installed headers (a pending OS update), `failed` when it does not build
+   * for one of them; absent when there is no such kernel. The next-kernel preflight.
+   */
+  readonly nextKernel: string;
+  /**
+   * Node label (agent, OWN_KEY_DOMAIN): the newest kernel release the driver fails to build for
+   * (made a valid label value); absent when none fails. Every failing kernel has its own Event and metric.
+   */
+  readonly nextKernelFailed: string;
   /** Pod condition type (agent): the readiness gate the driver pod declares. */
   readonly driverReadyCondition: string;
   /** Node annotation (ours): unix seconds when pod-restart-required began (podRestart.timeoutSeconds survives restarts). */
@@ -95,6 +106,10 @@ export interface DriverKeys {
   /** Node annotation (ours): unix seconds when the wait for paused operands and device clients to leave began. */
   readonly operandPauseStartTime: string;
 }
+
+/** Values of the agent's `<driver>-driver.next-kernel` label. */
+export const NEXT_KERNEL_READY = 'ready';
+export const NEXT_KERNEL_FAILED = 'failed';
 
 const UPGRADE_STATE_SUFFIX = '-driver-upgrade-state';
 
@@ -121,6 +136,8 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     deviceCount: `${fact}.count`,
     driverVersion: `${fact}-driver.version`,
     driverReady: `${fact}-driver.ready`,
+    nextKernel: `${fact}-driver.next-kernel`,
+    nextKernelFailed: `${fact}-driver.next-kernel.failed`,
     driverReadyCondition: `${p}-driver-ready`,
     podRestartStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.pod-restart-start-time`,
     driverFailingSince: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.driver-failing-since`,

@@ -64,6 +64,11 @@ export interface BuildDriverOptions {
   readonly jobs?: number;
   /** Cache entries kept (most recently used, across kernels) after a build; default 8. */
   readonly cacheEntriesKept?: number;
+  /**
+   * Compile at the lowest CPU and I/O priority (`nice -n 19 ionice -c 3`): the next-kernel
+   * preflight, which nothing waits for. The result and its cache key are the same.
+   */
+  readonly background?: boolean;
   readonly fetchAttempts?: number;
   readonly fetchBackoffMs?: number;
   readonly logger: Logger;
@@ -158,7 +163,7 @@ async function compile(recipe: BuildRecipe, { options, trees, sourceDir, work }:
   const jobs = options.jobs ?? availableParallelism();
   const arch = machineOf(process.arch);
   const placeholders: BuildPlaceholders = { kernel: options.kernelVersion, kernelSource: trees.source, kernelOutput: trees.output, arch, jobs: String(jobs) };
-  const common = { kernelVersion: options.kernelVersion, jobs, signal: options.signal };
+  const common = { kernelVersion: options.kernelVersion, jobs, background: options.background, signal: options.signal };
   switch (recipe.kind) {
     case 'kbuild': {
       const makeVariables = expandBuildVariables(recipe.variables, placeholders, 'build-recipe.variables');

@@ -14,7 +14,14 @@ export interface BuildCommand {
   /** HOME for the command (a scratch directory: dkms and make must not read the agent's). */
   readonly home: string;
   readonly kernelVersion: string;
+  /** Run at the lowest CPU and I/O priority (`nice -n 19 ionice -c 3`): builds nobody waits for. */
+  readonly background?: boolean | undefined;
   readonly signal?: AbortSignal | undefined;
+}
+
+/** Pure: the command line as run, behind `nice`/`ionice` for a background build (the error names the command as asked). */
+export function prioritizedCommand(command: string, args: readonly string[], background: boolean): { readonly file: string; readonly args: readonly string[] } {
+  return background ? { file: 'nice', args: ['-n', '19', 'ionice', '-c', '3', command, ...args] } : { file: command, args };
 }
 
 /** How many trailing output lines a CompileError keeps: enough for gcc's first error and context. */
@@ -30,7 +37,8 @@ export function buildEnvironment(home: string, extra: Readonly<Record<string, st
  * non-zero exit becomes CompileError with the output's tail. Returns the combined output.
  */
 export async function runBuildCommand(request: BuildCommand): Promise<string> {
-  const result = await execa(request.command, [...request.args], {
+  const run = prioritizedCommand(request.command, request.args, request.background === true);
+  const result = await execa(run.file, [...run.args], {
     all: true,
     reject: false,
     extendEnv: false,

@@ -19,6 +19,8 @@ export interface DkmsBuildRequest {
   /** `uname -m` (dkms's `-a`). */
   readonly arch: string;
   readonly jobs: number;
+  /** Lowest CPU and I/O priority (see runBuildCommand). */
+  readonly background?: boolean | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -85,7 +87,7 @@ export async function runDkms(request: DkmsBuildRequest): Promise<DkmsBuildResul
     };
     const common = ['-m', conf.packageName, '-v', conf.packageVersion, '--dkmstree', trees.dkms, '--sourcetree', trees.source, '--installtree', trees.install];
     const run = (args: string[]): Promise<string> =>
-      runBuildCommand({ command: 'dkms', args, env, home: request.work, kernelVersion: request.kernelVersion, signal: request.signal });
+      runBuildCommand({ command: 'dkms', args, env, home: request.work, kernelVersion: request.kernelVersion, background: request.background, signal: request.signal });
     await run(['add', ...common]);
     try {
       await run(['build', ...common, '-k', request.kernelVersion, '-a', request.arch, '-j', String(request.jobs), '--kernelsourcedir', request.kernelTrees.output]);

@@ -11,6 +11,8 @@ export interface KbuildRequest {
   readonly jobs: number;
   /** HOME of the build (a scratch directory). */
   readonly home: string;
+  /** Lowest CPU and I/O priority (see runBuildCommand). */
+  readonly background?: boolean | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -27,7 +29,7 @@ export async function runKbuild(request: KbuildRequest): Promise<void> {
     ],
     home: request.home,
     kernelVersion: request.kernelVersion,
-    signal: request.signal,
+    background: request.background, signal: request.signal,
   });
 }
 

@@ -14,6 +14,8 @@ export interface VendorMakeRequest {
   readonly jobs: number;
   /** HOME of the build (a scratch directory). */
   readonly home: string;
+  /** Lowest CPU and I/O priority (see runBuildCommand). */
+  readonly background?: boolean | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -30,7 +32,7 @@ export async function runVendorMake(request: VendorMakeRequest): Promise<string[
     args: ['-C', join(request.sourceDir, recipe.directory), `-j${request.jobs}`, ...Object.entries(variables).map(([n, v]) => `${n}=${v}`), ...recipe.targets],
     home: request.home,
     kernelVersion: request.kernelVersion,
-    signal: request.signal,
+    background: request.background, signal: request.signal,
   });
   const files: string[] = [];
   for await (const path of glob(recipe.modules, { cwd: request.sourceDir })) files.push(path);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import type { DriverSource } from '../build/build-driver.ts';
 import { defaultRecipe, parseBuildRecipe, type BuildRecipe } from '../build/build-recipe.ts';
-import { absolutePathList, optional, problem, required, splitList } from './flag-fields.ts';
+import { absolutePathList, optional, problem, required, seconds, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
 /** What to compile, against which kernel, and where the results are kept. */
@@ -32,6 +32,13 @@ export interface BuildConfig {
   readonly prebuiltDir: string | undefined;
   readonly signing: { readonly privateKeyPath: string; readonly certificatePath: string } | undefined;
   readonly cacheDir: string;
+  /**
+   * The next-kernel preflight: once the driver is loaded, build it in the background (nice,
+   * ionice idle) for every other kernel with installed headers, into the same cache, and report.
+   */
+  readonly nextKernelPreflight: boolean;
+  /** How often the preflight looks again for kernels (cached ones cost a lookup only). */
+  readonly nextKernelIntervalMs: number;
 }
 
 export const buildFlags = {
@@ -49,6 +56,8 @@ export const buildFlags = {
   'dependency-symvers': optional,
   'signing-key': optional,
   'signing-cert': optional,
+  'next-kernel-preflight': z.stringbool().default(true),
+  'next-kernel-interval-seconds': seconds.default(3600),
 };
 
 export function buildConfig(c: RawAgentConfig, problems: ConfigProblem[]): BuildConfig {
@@ -62,6 +71,8 @@ export function buildConfig(c: RawAgentConfig, problems: ConfigProblem[]): Build
     dependencySymvers: absolutePathList(c['dependency-symvers'], 'dependency-symvers', problems),
     signing: signing(c, problems),
     cacheDir: c['cache-dir'],
+    nextKernelPreflight: c['next-kernel-preflight'],
+    nextKernelIntervalMs: c['next-kernel-interval-seconds'] * 1000,
   };
 }
 

@@ -12,6 +12,10 @@ export interface AgentMetrics {
   setPhase(phase: DriverPhase): void;
   countFailure(reason: string): void;
   setDevices(count: number): void;
+  /** The next-kernel preflight: one build for an installed, not running kernel. */
+  observeNextKernelBuild(seconds: number, result: BuildResult): void;
+  /** The next-kernel preflight's verdict per kernel (1 ready, 0 failed); kernels not listed are dropped. */
+  setNextKernels(results: readonly { readonly kernel: string; readonly ready: boolean }[]): void;
 }
 
 /**
@@ -52,7 +56,25 @@ export function createAgentMetrics(registry: Registry, driver: string): AgentMet
     labelNames: ['driver'] as const,
     registers: [registry],
   });
+  const nextKernelBuild = new Histogram({
+    name: 'driver_rollout_agent_next_kernel_build_duration_seconds',
+    help: 'Time to build the driver (in the background, low priority) for an installed kernel that is not running.',
+    labelNames: ['driver', 'result'] as const,
+    buckets: [0.1, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
+    registers: [registry],
+  });
+  const nextKernelReady = new Gauge({
+    name: 'driver_rollout_agent_next_kernel_ready',
+    help: 'Whether the driver builds for an installed kernel that is not running (1) or not (0), by kernel release.',
+    labelNames: ['driver', 'kernel'] as const,
+    registers: [registry],
+  });
   return {
+    observeNextKernelBuild: (seconds, result) => { nextKernelBuild.observe({ driver, result }, seconds); },
+    setNextKernels: (results) => {
+      nextKernelReady.reset();
+      for (const r of results) nextKernelReady.set({ driver, kernel: r.kernel }, r.ready ? 1 : 0);
+    },
     observeBuild: (seconds, result) => { build.observe({ driver, result }, seconds); },
     observeLoad: (seconds, result) => { load.observe({ driver, result }, seconds); },
     setPhase: (phase) => {

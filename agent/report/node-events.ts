@@ -7,6 +7,8 @@ export interface NodeEventInput {
   readonly type: 'Normal' | 'Warning';
   readonly reason: string;
   readonly message: string;
+  /** What makes two Events the same one (a repeat bumps its count); default: type and reason. */
+  readonly key?: string;
 }
 
 /**
@@ -58,7 +60,7 @@ export function createNodeEventRecorder(core: CoreV1Api, target: NodeEventTarget
     return next;
   };
   async function record(input: NodeEventInput): Promise<void> {
-    const key = `${input.type}\u0000${input.reason}`;
+    const key = input.key ?? `${input.type}\u0000${input.reason}`;
     const seen = written.get(key);
     if (seen !== undefined) {
       try {

@@ -215,6 +215,12 @@ export interface RolloutStatus {
   readonly conditions: readonly RolloutCondition[];
   /** Up to MAX_WAITING_IN_STATUS waiting nodes with their stable reason message, node-specific reasons first, then by name. */
   readonly waiting: readonly { readonly node: string; readonly state: UpgradeState; readonly reason: string }[];
+  /**
+   * Up to MAX_WAITING_IN_STATUS nodes, by name, whose agent reports that the driver does not
+   * build for another installed kernel (`<driver>-driver.next-kernel=failed`): a reboot into it
+   * would leave them without the driver. `kernel` is the newest failing one the agent named.
+   */
+  readonly nextKernelFailing: readonly { readonly node: string; readonly kernel: string }[];
 }
 
 export const MAX_WAITING_IN_STATUS = 50;

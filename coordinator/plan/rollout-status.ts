@@ -1,7 +1,7 @@
 /**
  * The DriverRollout status a pass computes: counts, pools, conditions, the first waiting nodes.
  */
-import { UPGRADE_STATES, type UpgradeState } from '../../shared/keys.ts';
+import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
@@ -93,7 +93,18 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
       { type: 'InvalidSpec', status: 'False', reason: 'SpecValid', message: 'spec is valid' },
     ],
     waiting: firstWaiting(records),
+    nextKernelFailing: nextKernelFailing(records, driverKeys(policy.driverName)),
   };
+}
+
+/** Nodes whose agent labelled the next-kernel preflight failed (the keys are the agent's, OWN_KEY_DOMAIN), by name. */
+function nextKernelFailing(records: readonly NodeRecord[], keys: DriverKeys): RolloutStatus['nextKernelFailing'] {
+  return records
+    .map((r) => r.node.view.snapshot)
+    .filter((n) => n.labels[keys.nextKernel] === NEXT_KERNEL_FAILED)
+    .map((n) => ({ node: n.name, kernel: n.labels[keys.nextKernelFailed] ?? '' }))
+    .sort((a, b) => (a.node < b.node ? -1 : 1))
+    .slice(0, MAX_WAITING_IN_STATUS);
 }
 
 /** Node-specific waits first, then rollout-wide ones (no slot, paused…), each by name; at most MAX_WAITING_IN_STATUS. */

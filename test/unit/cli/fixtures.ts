@@ -2,7 +2,7 @@ import type { NodeView, RolloutView } from '../../../cli/rollout-view.ts';
 
 /** A node view with sensible defaults: `aNodeView('gpu-a-1', { state: 'drain-required' })`. */
 export function aNodeView(name: string, over: Partial<NodeView> = {}): NodeView {
-  return { name, pool: 'default', state: 'upgrade-done', secondsInState: 65, reason: '', driverVersion: '2.0.0', driverReady: true, cordoned: false, skipped: false, ...over };
+  return { name, pool: 'default', state: 'upgrade-done', secondsInState: 65, reason: '', driverVersion: '2.0.0', driverReady: true, cordoned: false, skipped: false, nextKernelFailed: null, ...over };
 }
 
 export function aRolloutView(nodes: readonly NodeView[], over: Partial<RolloutView> = {}): RolloutView {

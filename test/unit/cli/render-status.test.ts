@@ -18,6 +18,11 @@ describe('renderStatus', () => {
     ]);
   });
 
+  it('names the nodes whose driver does not build for the next kernel, with the kernel', () => {
+    const view = aRolloutView([aNodeView('n1', { nextKernelFailed: '6.1.0-50-amd64' }), aNodeView('n2'), aNodeView('n3', { nextKernelFailed: '' })]);
+    expect(renderStatus([view], 120).at(-1)).toBe('driver does not build for the next kernel on: n1 (6.1.0-50-amd64), n3');
+  });
+
   it('moves the reason under its node, wrapped, on a 60-column terminal', () => {
     const lines = renderStatus([MIDWAY], 60);
     expect(lines).toEqual([
@@ -57,6 +62,7 @@ describe('renderStatus', () => {
       driverReady: fc.boolean(),
       cordoned: fc.boolean(),
       skipped: fc.boolean(),
+      nextKernelFailed: fc.option(fc.string({ maxLength: 70 })),
     });
     fc.assert(fc.property(fc.array(node, { maxLength: 8 }), fc.integer({ min: 20, max: 240 }), fc.string({ maxLength: 80 }), (nodes, width, name) => {
       for (const line of renderStatus([aRolloutView(nodes, { name })], width)) expect(line.length).toBeLessThanOrEqual(width);

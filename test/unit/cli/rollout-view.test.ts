@@ -38,16 +38,16 @@ describe('buildRolloutViews', () => {
     const nodes = [
       aNode('n1', { [STATE]: 'upgrade-done', pool: 'a', [KEYS.driverVersion]: '2.0.0' }, { [KEYS.stateStartTime]: String(NOW / 1000 - 90) }),
       aNode('n2', { [STATE]: 'drain-required', pool: 'a', size: 'xl' }, { [KEYS.upgradeReason]: 'drain: PDB ml/trainer' }, true),
-      aNode('n3', { [STATE]: 'upgrade-required' }),
+      aNode('n3', { [STATE]: 'upgrade-required', [KEYS.nextKernel]: 'failed', [KEYS.nextKernelFailed]: '6.1.0-50-amd64' }),
       aNode('n4', {}),
       aNode('other', { 'nvidia.com/ofed-driver-upgrade-state': 'upgrade-done' }),
     ];
     const [view] = buildRolloutViews(snapshot(nodes, [aDriverPod('n1', true), aDriverPod('n4', false), aDriverPod('other', true, 'ds-other')]), NOW);
     expect(view?.nodes).toEqual([
-      { name: 'n2', pool: '(a+big)', state: 'drain-required', secondsInState: null, reason: 'drain: PDB ml/trainer', driverVersion: null, driverReady: false, cordoned: true, skipped: false },
-      { name: 'n1', pool: 'a', state: 'upgrade-done', secondsInState: 90, reason: '', driverVersion: '2.0.0', driverReady: true, cordoned: false, skipped: false },
-      { name: 'n3', pool: 'default', state: 'upgrade-required', secondsInState: null, reason: 'no slot: pool default has 1/1 unavailable', driverVersion: null, driverReady: false, cordoned: false, skipped: false },
-      { name: 'n4', pool: 'default', state: 'unknown', secondsInState: null, reason: '', driverVersion: null, driverReady: false, cordoned: false, skipped: false },
+      { name: 'n2', pool: '(a+big)', state: 'drain-required', secondsInState: null, reason: 'drain: PDB ml/trainer', driverVersion: null, driverReady: false, cordoned: true, skipped: false, nextKernelFailed: null },
+      { name: 'n1', pool: 'a', state: 'upgrade-done', secondsInState: 90, reason: '', driverVersion: '2.0.0', driverReady: true, cordoned: false, skipped: false, nextKernelFailed: null },
+      { name: 'n3', pool: 'default', state: 'upgrade-required', secondsInState: null, reason: 'no slot: pool default has 1/1 unavailable', driverVersion: null, driverReady: false, cordoned: false, skipped: false, nextKernelFailed: '6.1.0-50-amd64' },
+      { name: 'n4', pool: 'default', state: 'unknown', secondsInState: null, reason: '', driverVersion: null, driverReady: false, cordoned: false, skipped: false, nextKernelFailed: null },
     ]);
     expect(view).toMatchObject({ namespace: 'dr', name: 'gpu', driver: 'gpu', keyDomain: 'nvidia.com', total: 4, done: 1, inProgress: 1, paused: false, invalidSpec: null });
   });

@@ -195,6 +195,22 @@ describe('reasons and status', () => {
     ]);
   });
 
+  it('lists the nodes whose agent reports the driver fails for the next kernel, by name, with the kernel it named', () => {
+    const plan = planAt(
+      aCluster([
+        aNode('ok').labelled({ [KEYS.nextKernel]: 'ready' }),
+        aNode('z-fails').labelled({ [KEYS.nextKernel]: 'failed', [KEYS.nextKernelFailed]: '6.1.0-50-amd64' }),
+        aNode('a-fails').labelled({ [KEYS.nextKernel]: 'failed' }),
+        aNode('none'),
+      ]),
+      aPolicy(),
+    );
+    expect(plan.status.nextKernelFailing).toEqual([
+      { node: 'a-fails', kernel: '' },
+      { node: 'z-fails', kernel: '6.1.0-50-amd64' },
+    ]);
+  });
+
   it('is stable while nothing changes but the clock: same status, no writes (no write loop through the status)', () => {
     const policy = aPolicy({ maxParallelUpgrades: 1, drain: { enable: true }, waitForCompletion: { podSelector: 'app=train', timeoutSeconds: 600 } });
     const first = aCluster([
