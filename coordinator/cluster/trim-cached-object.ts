@@ -1,4 +1,4 @@
-import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerStatus, V1Node, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 
 /**
  * Drops, in place, what the coordinator never reads from a cached object, so informers over
@@ -8,29 +8,35 @@ import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
  * checks that a snapshot of trimmed objects equals one of the originals.
  *
  * Everywhere: managedFields (often the largest part of an object). Pods: containers reduced to
- * name and resources, volumes to name and emptyDir, status to phase, Ready-relevant conditions and
- * restart counts. Nodes: status reduced to conditions (images, addresses, capacity, nodeInfo go).
+ * name and resources, volumes to name and emptyDir, node selector and required node affinity
+ * kept; status reduced to phase, conditions (type, status, reason, message: the agent's failure
+ * is in its condition), and per container (init containers too) restart count, readiness and the
+ * waiting reason. Nodes: status reduced to conditions (images, addresses, capacity, nodeInfo go).
  */
 export function trimPod(pod: V1Pod): void {
   const metadata = pod.metadata;
   if (metadata !== undefined) delete metadata.managedFields;
   const spec = pod.spec;
   if (spec !== undefined) {
+    const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
     pod.spec = {
       containers: spec.containers.map(trimContainer),
       ...(spec.initContainers === undefined ? {} : { initContainers: spec.initContainers.map(trimContainer) }),
       ...(spec.nodeName === undefined ? {} : { nodeName: spec.nodeName }),
       ...(spec.volumes === undefined ? {} : { volumes: spec.volumes.map((v) => (v.emptyDir === undefined ? { name: v.name } : { name: v.name, emptyDir: v.emptyDir })) }),
+      // The node label keys an operand requires (operand pausing): nodeSelector and required node affinity.
+      ...(spec.nodeSelector === undefined ? {} : { nodeSelector: spec.nodeSelector }),
+      ...(required === undefined ? {} : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } } }),
     };
   }
   const status = pod.status;
   if (status !== undefined) {
     pod.status = {
       ...(status.phase === undefined ? {} : { phase: status.phase }),
-      ...(status.conditions === undefined ? {} : { conditions: status.conditions.map((c) => ({ type: c.type, status: c.status })) }),
-      ...(status.containerStatuses === undefined
-        ? {}
-        : { containerStatuses: status.containerStatuses.map((c) => ({ name: c.name, image: '', imageID: '', ready: c.ready, restartCount: c.restartCount })) }),
+      // reason and message too: the agent's readiness-gate condition carries its failure in them.
+      ...(status.conditions === undefined ? {} : { conditions: status.conditions.map(trimCondition) }),
+      ...(status.initContainerStatuses === undefined ? {} : { initContainerStatuses: status.initContainerStatuses.map(trimContainerStatus) }),
+      ...(status.containerStatuses === undefined ? {} : { containerStatuses: status.containerStatuses.map(trimContainerStatus) }),
     };
   }
 }
@@ -47,6 +53,23 @@ export function trimNode(node: V1Node): void {
 /** For kinds whose objects are few (DaemonSets, revisions, PDBs, DriverRollouts): managedFields only. */
 export function trimManagedFields(object: { metadata?: { managedFields?: unknown } }): void {
   if (object.metadata !== undefined) delete object.metadata.managedFields;
+}
+
+function trimCondition(c: V1PodCondition): V1PodCondition {
+  return { type: c.type, status: c.status, ...(c.reason === undefined ? {} : { reason: c.reason }), ...(c.message === undefined ? {} : { message: c.message }) };
+}
+
+/** Restart counts (init containers' count too) and why a container waits (CrashLoopBackOff, ImagePullBackOff...). */
+function trimContainerStatus(c: V1ContainerStatus): V1ContainerStatus {
+  const waiting = c.state?.waiting;
+  return {
+    name: c.name,
+    image: '',
+    imageID: '',
+    ready: c.ready,
+    restartCount: c.restartCount,
+    ...(waiting === undefined ? {} : { state: { waiting: { ...(waiting.reason === undefined ? {} : { reason: waiting.reason }), ...(waiting.message === undefined ? {} : { message: waiting.message }) } } }),
+  };
 }
 
 function trimContainer(c: V1Container): V1Container {

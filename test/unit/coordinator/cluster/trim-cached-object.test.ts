@@ -21,12 +21,29 @@ function serverShaped(): { nodes: V1Node[]; pods: V1Pod[] } {
   }
   const pods = [
     aDriverPod(driver, 'gpu-1', 'old'),
-    aDriverPod(driver, 'gpu-2', 'new', { restarts: 3, ready: false }),
+    aDriverPod(driver, 'gpu-2', 'new', {
+      restarts: 3,
+      ready: false,
+      status: {
+        // The agent's failure, an init container's restarts and a waiting reason: what failure detection reads.
+        conditions: [{ type: 'Ready', status: 'False' }, { type: policy.keys.driverReadyCondition, status: 'False', reason: 'CompileFailed', message: 'nv.c:1: error: boom', lastTransitionTime: new Date(0) }],
+        initContainerStatuses: [{ name: 'init', image: 'init:1', imageID: 'sha', ready: false, restartCount: 5, state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 5m0s' } }, lastState: { terminated: { exitCode: 1, reason: 'Error' } } }],
+      },
+    }),
     aDriverPod(driver, 'gpu-3', 'new', { deleting: true }),
     aPod('ml', 'trainer', 'gpu-1', { owner: { kind: 'Job', uid: 'job-1' }, requests: { 'nvidia.com/gpu': '1' }, emptyDir: true, labels: { team: 'a' } }),
     aPod('kube-system', 'static', 'gpu-2', { mirror: true }),
     aPod('ml', 'bare', 'gpu-2', { requests: { cpu: '1' }, ready: false }),
   ];
+  // An operand: requires its node label (operand pausing reads the keys).
+  const operand = aPod('gpu-operator', 'device-plugin', 'gpu-1', { owner: { kind: 'DaemonSet', uid: 'dp-1' } });
+  operand.spec = {
+    nodeName: 'gpu-1',
+    containers: [{ name: 'c', image: 'i' }],
+    nodeSelector: { 'nvidia.com/gpu.deploy.device-plugin': 'true' },
+    affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'nvidia.com/gpu.present', operator: 'Exists' }] }] } } },
+  };
+  pods.push(operand);
   for (const p of pods) {
     if (p.metadata !== undefined) p.metadata.managedFields = managedFields;
     if (p.spec !== undefined) {
@@ -57,6 +74,18 @@ describe('trimming cached objects', () => {
     for (const n of trimmed.nodes) trimNode(n);
     for (const p of trimmed.pods) trimPod(p);
     expect(snapshotOf(trimmed)).toEqual(snapshotOf(serverShaped()));
+  });
+
+  it("keeps the agent's failure, init container restarts, waiting reasons and an operand's required node labels", () => {
+    const trimmed = serverShaped();
+    for (const p of trimmed.pods) trimPod(p);
+    const snapshot = snapshotOf(trimmed);
+    const failing = snapshot.nodes.find((n) => n.name === 'gpu-2')?.driverPods[0];
+    expect(failing?.agentCondition).toEqual({ status: 'False', reason: 'CompileFailed', message: 'nv.c:1: error: boom' });
+    expect(failing?.restartCount).toBe(5);
+    expect(failing?.waiting).toBe('init container init: CrashLoopBackOff: back-off 5m0s');
+    const operand = snapshot.nodes.find((n) => n.name === 'gpu-1')?.pods.find((p) => p.name === 'device-plugin');
+    expect(operand?.nodeLabelKeys).toEqual(['nvidia.com/gpu.deploy.device-plugin', 'nvidia.com/gpu.present']);
   });
 
   it('drops managedFields and the parts nothing reads, in place', () => {
