@@ -13,7 +13,7 @@ import type { KernelPort } from './kernel/kernel-port.ts';
 import { createRealKernel } from './kernel/real-kernel.ts';
 import { createAgentMetrics } from './report/agent-metrics.ts';
 import { createNodeEventRecorder } from './report/node-events.ts';
-import { createNodeLabelWriter } from './report/node-labels.ts';
+import { createNodeMetadataWriter } from './report/node-labels.ts';
 import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
@@ -83,7 +83,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF),
     sinks: {
       writePodCondition: createPodConditionWriter(core, { name: config.podName, namespace: config.podNamespace }, keys.driverReadyCondition, now),
-      writeNodeLabels: createNodeLabelWriter(core, config.nodeName),
+      writeNodeMetadata: createNodeMetadataWriter(core, config.nodeName),
       recordNodeEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, now),
     },
   });

@@ -3,6 +3,8 @@ import type { Logger } from '../shared/logger.ts';
 import { buildDriver } from './build/build-driver.ts';
 import type { BuiltDriver } from './build/built-driver.ts';
 import type { AgentConfig } from './config/agent-config.ts';
+import { driverIdentityOf } from './config/driver-identity-of.ts';
+import { driverFingerprint, renderLoadedDriver } from '../shared/driver-identity.ts';
 import { detectNode } from './detect/detect-node.ts';
 import type { HostInfoPort } from './detect/host-info.ts';
 import { decideReload } from './kernel/decide-reload.ts';
@@ -54,6 +56,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   const toLoad = (built: BuiltDriver) => (config.modules.length > 0 ? config.modules : built.modules.map((m) => m.name));
   let lastBuilt: BuiltDriver | undefined;
   // Names the processes behind a "driver is in use" refusal when the device files are known.
+  // What a verified load publishes on the node (the coordinator's restart-only path reads it).
+  const loadedDriver = renderLoadedDriver({ pod: `${config.podNamespace}/${config.podName}`, fingerprint: driverFingerprint(driverIdentityOf(config)) });
   const deviceUsers: DeviceUserLookup | undefined =
     config.deviceFilePrefixes.length === 0 ? undefined : { devicePrefixes: config.deviceFilePrefixes, procDir: config.procDir };
 
@@ -98,7 +102,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       if (decision.kind !== 'fast-path') {
         throw new DriverVerificationError(`the driver is not loaded as built: ${decision.reason}`, { reason: decision.reason });
       }
-      return { version: built.version, modules: [...loaded.keys()] };
+      return { version: built.version, modules: [...loaded.keys()], loadedDriver };
     },
 
     async unload() {

@@ -29,6 +29,8 @@ export interface LoadOutcome {
 export interface VerifiedDriver {
   readonly version: string;
   readonly modules: readonly string[];
+  /** What is loaded and by which pod, for the node annotation (shared/driver-identity.ts); none in flows without a cluster. */
+  readonly loadedDriver?: string | undefined;
 }
 
 /** The work the flow orders; main.ts wires them to detection, buildDriver and reloadDriver. */
@@ -211,6 +213,7 @@ async function attemptOnce(deps: AgentDeps, report: (s: DriverState) => Promise<
       reason: 'Loaded',
       message: `${deps.driver} ${verified.version} loaded on kernel ${kernel} (${verified.modules.join(', ')}; ${outcome.changed ? 'reloaded' : 'already loaded'})`,
       driverVersion: verified.version,
+      loadedDriver: verified.loadedDriver,
       deviceCount,
     });
     return { kind: 'loaded', built };

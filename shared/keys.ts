@@ -105,6 +105,14 @@ export interface DriverKeys {
   readonly pausedOperands: string;
   /** Node annotation (ours): unix seconds when the wait for paused operands and device clients to leave began. */
   readonly operandPauseStartTime: string;
+  /**
+   * Node annotation (agent, OWN_KEY_DOMAIN): the driver loaded now and the pod that loaded it,
+   * `{"pod":"<ns>/<name>","driver":<fingerprint>}` (shared/driver-identity.ts); set once the load
+   * is verified (fast path included), removed when the agent unloads, fails or finds no device.
+   */
+  readonly driverLoaded: string;
+  /** Node annotation (ours): `"true"` while the node's upgrade is a restart only (the template loads the driver already loaded). */
+  readonly restartOnly: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -144,6 +152,8 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     failedRevision: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.failed-revision`,
     pausedOperands: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.paused-operands`,
     operandPauseStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.operand-pause-start-time`,
+    driverLoaded: `${fact}-driver-loaded`,
+    restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
   };
 }
 

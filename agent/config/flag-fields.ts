@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
+import { splitList } from '../../shared/driver-identity.ts';
 
 /**
  * Every setting is a flag and an environment variable: `--node-name` and `NODE_NAME`, and so on
@@ -29,10 +30,7 @@ export const optional = z.string().optional();
 export const seconds = z.coerce.number().positive();
 export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-/** Items separated by spaces or commas. */
-export function splitList(text: string): string[] {
-  return text.split(/[\s,]+/).filter((s) => s !== '');
-}
+export { splitList } from '../../shared/driver-identity.ts';
 
 /** Absolute paths separated by spaces or commas; a relative one is a problem named by its flag. */
 export function absolutePathList(text: string | undefined, flag: string, problems: ConfigProblem[]): string[] {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEVICE_KINDS, deviceKindForDriver } from '../../shared/device-kind.ts';
+import { DEFAULT_LOAD_PLAN, parseModuleParameters } from '../../shared/driver-identity.ts';
 import { DEVICE_KIND_SELECTORS, normalizeHexId, type DeviceSelector } from '../detect/device-selector.ts';
 import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/load-plan.ts';
 import { absolutePathList, optional, problem, splitList } from './flag-fields.ts';
@@ -87,7 +88,7 @@ export const kernelFlags = {
   'sysfs-root': z.string().default('/sys'),
   'module-root': z.string().default('/var/lib/driver-rollout/root'),
   'host-module-root': z.string().default('/'),
-  'load-plan': z.enum(LOAD_PLAN_KINDS).default('generic'),
+  'load-plan': z.enum(LOAD_PLAN_KINDS).default(DEFAULT_LOAD_PLAN),
   'load-optional': optional,
   'unload-user-holders': z.stringbool().default(false),
   'never-unload': optional,
@@ -145,16 +146,9 @@ function moduleList(c: RawAgentConfig, field: 'modules' | 'blacklist' | 'load-op
 
 /** `module.param=value` items separated by spaces or commas, e.g. `nvidia.NVreg_OpenRmEnableUnsupportedGpus=1`. */
 function moduleParameters(text: string | undefined, problems: ConfigProblem[]): Record<string, Record<string, string>> {
-  const out: Record<string, Record<string, string>> = {};
-  for (const item of splitList(text ?? '')) {
-    const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)=(.*)$/.exec(item);
-    if (m?.[1] === undefined || m[2] === undefined || m[3] === undefined) {
-      problems.push(problem('module-parameters', `"${item}" is not module.parameter=value`));
-      continue;
-    }
-    (out[m[1]] ??= {})[m[2]] = m[3];
-  }
-  return out;
+  const { parameters, bad } = parseModuleParameters(text ?? '');
+  for (const item of bad) problems.push(problem('module-parameters', `"${item}" is not module.parameter=value`));
+  return parameters;
 }
 
 /**

@@ -26,6 +26,8 @@ export interface DriverState {
   readonly message: string;
   /** Version of the driver loaded now, once verified. */
   readonly driverVersion?: string | undefined;
+  /** What is loaded, as the node annotation `driver-rollout.io/<driver>-driver-loaded` says it (shared/driver-identity.ts renderLoadedDriver); once verified. */
+  readonly loadedDriver?: string | undefined;
   /** Devices this driver serves on the node, once detected. */
   readonly deviceCount?: number | undefined;
 }

@@ -45,13 +45,23 @@ export function toLabelValue(text: string): string {
     .replace(/[^A-Za-z0-9]+$/, '');
 }
 
-/** Writes label patches on the node; identical consecutive patches are not sent again. */
-export function createNodeLabelWriter(core: CoreV1Api, nodeName: string) {
+/** Label and annotation changes on the node, sent as one JSON merge patch. */
+export interface NodeMetadataPatch {
+  readonly labels: LabelPatch;
+  readonly annotations: LabelPatch;
+}
+
+/** Writes label and annotation patches on the node in one request; identical consecutive patches are not sent again. */
+export function createNodeMetadataWriter(core: CoreV1Api, nodeName: string) {
   let lastSent = '';
-  return async (labels: LabelPatch): Promise<void> => {
-    const key = JSON.stringify(labels);
-    if (Object.keys(labels).length === 0 || key === lastSent) return;
-    await core.patchNode({ name: nodeName, body: { metadata: { labels } } }, MERGE_PATCH);
+  return async ({ labels, annotations }: NodeMetadataPatch): Promise<void> => {
+    const metadata = {
+      ...(Object.keys(labels).length === 0 ? {} : { labels }),
+      ...(Object.keys(annotations).length === 0 ? {} : { annotations }),
+    };
+    const key = JSON.stringify(metadata);
+    if (key === '{}' || key === lastSent) return;
+    await core.patchNode({ name: nodeName, body: { metadata } }, MERGE_PATCH);
     lastSent = key;
   };
 }

@@ -5,14 +5,16 @@ import type { AgentMetrics } from './agent-metrics.ts';
 import { isReady, type DriverState } from './driver-state.ts';
 import { createLatestWinsWriter, type LatestWinsWriter } from './latest-wins-writer.ts';
 import type { NodeEventInput } from './node-events.ts';
-import { nodeLabelsFor, type LabelPatch } from './node-labels.ts';
+import { nodeAnnotationsFor } from './node-annotations.ts';
+import { nodeLabelsFor, type NodeMetadataPatch } from './node-labels.ts';
 import { removeReadyFile, writeReadyFile } from './ready-file.ts';
 import type { Readiness } from './status-server.ts';
 
 /** Where the state goes beyond the process. Each is optional so the flow runs without a cluster in unit tests. */
 export interface StateSinks {
   readonly writePodCondition?: (state: DriverState) => Promise<void>;
-  readonly writeNodeLabels?: (labels: LabelPatch) => Promise<void>;
+  /** The agent's node labels and its loaded-driver annotation, in one patch. */
+  readonly writeNodeMetadata?: (patch: NodeMetadataPatch) => Promise<void>;
   readonly recordNodeEvent?: (event: NodeEventInput) => Promise<void>;
 }
 
@@ -64,7 +66,7 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
     return w;
   };
   const condition = writerFor('pod readiness condition', sinks.writePodCondition);
-  const labels = writerFor('node labels', sinks.writeNodeLabels);
+  const nodeMetadata = writerFor('node labels and annotations', sinks.writeNodeMetadata);
 
   let latest = 0;
 
@@ -95,7 +97,7 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
       local = done.catch((error: unknown) => { log.error({ err: error }, 'cannot update the ready file'); });
       const publish = () => {
         condition?.set(state);
-        labels?.set(nodeLabelsFor(options.keys, state));
+        nodeMetadata?.set({ labels: nodeLabelsFor(options.keys, state), annotations: nodeAnnotationsFor(options.keys, state) });
       };
       // Readiness is withdrawn everywhere at once, but granted to the API only after the local
       // views show it, and only if no newer state was reported meanwhile.

@@ -1,4 +1,5 @@
 import type { KubernetesObject, V1ContainerStatus, V1ControllerRevision, V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
+import { parseLoadedDriver } from '../../shared/driver-identity.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { compileLabelSelector, matchesSelector } from '../policy/label-selector.ts';
@@ -6,6 +7,7 @@ import type {
   ClusterSnapshot,
   DaemonSetSnapshot,
   DriverPodSnapshot,
+  LoadedDriverSnapshot,
   NodeSnapshot,
   PdbSnapshot,
   PodPhase,
@@ -13,6 +15,7 @@ import type {
   RolloutRef,
 } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
+import { revisionTemplate, templateDriverFingerprint } from './template-driver-fingerprint.ts';
 
 export interface SnapshotInputs {
   readonly caches: Pick<ClusterCaches, 'nodes' | 'pods' | 'daemonSets' | 'revisions' | 'pdbs'>;
@@ -42,7 +45,7 @@ export function buildSnapshot(rollout: RolloutRef, policy: DriverRolloutPolicy, 
       const blocked = inputs.evictionBlocked.get(converted.uid);
       pods.push(blocked === undefined ? converted : { ...converted, evictionBlocked: blocked });
     }
-    nodes.push({ ...toNode(node), driverPods: drivers.byNode.get(name) ?? [], pods });
+    nodes.push({ ...toNode(node), driverPods: drivers.byNode.get(name) ?? [], pods, loadedDriver: loadedDriverOf(node, policy.keys.driverLoaded) });
   }
   const pdbs: PdbSnapshot[] = [];
   for (const pdb of caches.pdbs.list()) pdbs.push(toPdb(pdb));
@@ -61,7 +64,13 @@ function collectDriverPods(rollout: RolloutRef, policy: DriverRolloutPolicy, cac
   for (const ds of caches.daemonSets.list()) {
     if (namespaceOf(ds) !== rollout.namespace || !matchesSelector(policy.daemonSetSelector, ds.metadata?.labels ?? {})) continue;
     const uid = uidOf(ds);
-    daemonSets.push({ namespace: rollout.namespace, name: nameOf(ds), updatedRevisionHash: newestRevisionHash(caches.revisions.byIndex(BY_CONTROLLER, uid)) });
+    const newest = newestRevision(caches.revisions.byIndex(BY_CONTROLLER, uid));
+    daemonSets.push({
+      namespace: rollout.namespace,
+      name: nameOf(ds),
+      updatedRevisionHash: newest?.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
+      templateFingerprint: newest === undefined ? null : memoised(newest, (r) => ({ fingerprint: templateDriverFingerprint(revisionTemplate(r)) })).fingerprint,
+    });
     for (const pod of caches.pods.byIndex(BY_CONTROLLER, uid)) {
       const nodeName = pod.spec?.nodeName ?? '';
       if (nodeName === '') continue;
@@ -101,10 +110,10 @@ export function freshest(cached: V1Node | undefined, written: V1Node | undefined
   }
 }
 
-function newestRevisionHash(revisions: Iterable<V1ControllerRevision>): string | null {
+function newestRevision(revisions: Iterable<V1ControllerRevision>): V1ControllerRevision | undefined {
   let newest: V1ControllerRevision | undefined;
   for (const r of revisions) if (newest === undefined || r.revision > newest.revision) newest = r;
-  return newest?.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null;
+  return newest;
 }
 
 const memo = new WeakMap<KubernetesObject, unknown>();
@@ -114,6 +123,17 @@ function memoised<T extends KubernetesObject, R>(object: T, convert: (o: T) => R
   const result = convert(object);
   memo.set(object, result);
   return result;
+}
+
+const loadedMemo = new WeakMap<V1Node, { readonly key: string; readonly loaded: LoadedDriverSnapshot | null }>();
+
+/** The agent's loaded-driver annotation, parsed once per cached Node object (and key: several drivers read one node). */
+function loadedDriverOf(node: V1Node, key: string): LoadedDriverSnapshot | null {
+  const hit = loadedMemo.get(node);
+  if (hit?.key === key) return hit.loaded;
+  const loaded = parseLoadedDriver(node.metadata?.annotations?.[key]);
+  loadedMemo.set(node, { key, loaded });
+  return loaded;
 }
 
 const PHASES: readonly string[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];

@@ -3,6 +3,7 @@
  * safe load, or an admin/requestor set the upgrade-requested annotation.
  */
 import type { DriverKeys } from '../../shared/keys.ts';
+import type { RemoveAnnotationAction } from './action.ts';
 import type { NodeContext } from './step.ts';
 
 /** Safe load: the init container set the annotation (any non-empty value) and blocks until we remove it. */
@@ -57,9 +58,21 @@ export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
       keys.driverFailingSince,
       keys.operandPauseStartTime,
       keys.validationStartTime,
+      keys.restartOnly,
       keys.upgradeStartTime,
     ];
     cycleKeys.set(keys, list);
   }
   return list;
+}
+
+/**
+ * Removals that close a cycle at upgrade-done, run after the state label is written: the cycle's
+ * bookkeeping and failed revision, then the initial-state annotation (after the cycle's start
+ * time, so a crash in between never leaves a node that looks mid-cycle with its admin cordon forgotten).
+ */
+export function cycleClosingRemovals(annotations: Readonly<Record<string, string>>, node: string, keys: DriverKeys): RemoveAnnotationAction[] {
+  return [...cycleAnnotationKeys(keys), keys.failedRevision, keys.initialStateUnschedulable]
+    .filter((key) => annotations[key] !== undefined)
+    .map((key) => ({ kind: 'removeAnnotation', node, key }));
 }

@@ -28,6 +28,7 @@ import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds }
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
+import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
 import { buildRolloutStatus } from './rollout-status.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
@@ -74,6 +75,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     policy,
     now,
     revisions: new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash])),
+    fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
     pdbsByNamespace: indexPdbs(snapshot.pdbs),
   };
   const records = snapshot.nodes.map((n): NodeRecord => {
@@ -166,7 +168,9 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): 
 }
 
 /**
- * upgrade-required → cordon-required. On a fresh cycle, remember whether the node was already
+ * upgrade-required → cordon-required, or → pod-restart-required when the upgrade is only a
+ * restart (restart-only.ts: the template loads the driver already loaded; no cordon, no drain).
+ * On a fresh cycle, remember whether the node was already
  * cordoned by an admin (initial-state annotation, written before our cordon; a cordon another
  * driver's unfinished upgrade made is not an admin's) and when the cycle began. A retry of a
  * failed cycle keeps both: the node is cordoned by us then, not by an admin.
@@ -188,6 +192,13 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
     actions.push({ kind: 'setAnnotation', node: name, key: keys.upgradeStartTime, value: toUnixSeconds(ctx.now) });
   }
   if (isUpgradeRequested(a, keys)) actions.push({ kind: 'removeAnnotation', node: name, key: keys.upgradeRequested });
+  const unchanged = canRestartOnly(node, ctx);
+  if (unchanged !== null) {
+    actions.push({ kind: 'setAnnotation', node: name, key: keys.restartOnly, value: 'true' });
+    const message = `${RESTART_ONLY_TEXT}: the new template loads ${unchanged.version} with the same modules and parameters as loaded by ${unchanged.pod}; restarting the driver pod without cordon or drain`;
+    const event: NodeAction = { kind: 'emitEvent', node: name, type: 'Normal', reason: ctx.policy.eventReason, message };
+    return { kind: 'advance', to: 'pod-restart-required', actions, chain: true, after: [event] };
+  }
   return { kind: 'advance', to: 'cordon-required', actions, chain: true };
 }
 

@@ -90,6 +90,11 @@ export interface DaemonSetSnapshot {
    * among those it owns); null when none is known yet (then no pod of it is judged out of date).
    */
   readonly updatedRevisionHash: string | null;
+  /**
+   * The driver the newest revision's template loads (shared/driver-identity.ts fingerprint);
+   * null or absent when the template does not say it plainly: no restart-only path then.
+   */
+  readonly templateFingerprint?: string | null | undefined;
 }
 
 export interface PdbSnapshot {
@@ -99,6 +104,15 @@ export interface PdbSnapshot {
   readonly selector: Selector | null;
   /** `status.disruptionsAllowed`. */
   readonly disruptionsAllowed: number;
+}
+
+/** What the agent says is loaded (its `driver-rollout.io/<driver>-driver-loaded` annotation, read by the shell). */
+export interface LoadedDriverSnapshot {
+  /** `namespace/name` of the driver pod whose agent loaded it. */
+  readonly pod: string;
+  /** shared/driver-identity.ts driverFingerprint: compared with DaemonSetSnapshot.templateFingerprint. */
+  readonly fingerprint: string;
+  readonly version: string;
 }
 
 export interface NodeSnapshot {
@@ -113,6 +127,8 @@ export interface NodeSnapshot {
   readonly driverPods: readonly DriverPodSnapshot[];
   /** Every other pod bound to the node. */
   readonly pods: readonly PodSnapshot[];
+  /** The agent's loaded-driver annotation, parsed; null or absent when missing or unreadable. */
+  readonly loadedDriver?: LoadedDriverSnapshot | null | undefined;
 }
 
 export interface RolloutRef {

@@ -17,6 +17,8 @@ export interface StepContext {
   readonly now: number;
   /** DaemonSet name → newest revision hash. */
   readonly revisions: ReadonlyMap<string, string | null>;
+  /** DaemonSet name → the driver its newest template loads (DaemonSetSnapshot.templateFingerprint); null when unknown. */
+  readonly fingerprints: ReadonlyMap<string, string | null>;
   readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
 }
 

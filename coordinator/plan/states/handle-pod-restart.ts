@@ -3,7 +3,8 @@ import { listPods, usesDevice } from '../device-pods.ts';
 import { restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
 import { driverFailure, REBOOT_REQUIRED_REASON, type DriverFailure } from '../driver-failure.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
-import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
+import { cycleClosingRemovals, isWaitingForSafeLoad } from '../needs-upgrade.ts';
+import { isRestartOnlyCycle, RESTART_ONLY_TEXT, unchangedDriver } from '../restart-only.ts';
 import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext, type StepResult, type Timer } from '../step.ts';
 
 /** Upstream's limit: a driver pod not Ready after more restarts than this (containers or init containers) fails the node. */
@@ -23,25 +24,26 @@ export const MAX_DRIVER_RESTARTS = 10;
  * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule);
  * - at once when the agent reports RebootRequired (a never-unload module): the node needs a reboot.
  * Both start times live in annotations, so a restarted coordinator keeps counting.
+ * Restart only (restart-only.ts; the node was not cordoned): no device-user hold and no operand
+ * pausing, every reason says so, Ready → upgrade-done; and should the template change meanwhile
+ * to another driver than the loaded one, → cordon-required (the full path) before any deletion.
  */
 export const handlePodRestart: StateHandler = (node, ctx) => {
+  const result = restartDriver(node, ctx);
+  if (result.kind !== 'wait' || !isRestartOnlyCycle(node.view.annotations, ctx.policy.keys)) return result;
+  const { reason } = result;
+  return { ...result, reason: { ...reason, message: `${RESTART_ONLY_TEXT}: ${reason.message}`, detail: `${RESTART_ONLY_TEXT}: ${reason.detail}` } };
+};
+
+function restartDriver(node: NodeContext, ctx: StepContext): StepResult {
   const name = node.view.snapshot.name;
   const keys = ctx.policy.keys;
   const driver = node.driver;
   const timer = readTimer(node, ctx, keys.podRestartStartTime, ctx.policy.podRestart.timeoutSeconds);
-  const restarting = driver.outOfDate.length > 0 || isWaitingForSafeLoad(node.view.annotations, keys);
-  // DaemonSet clients are stopped below (stopDeviceClients); any other device pod should be gone by now.
-  const users = restarting ? node.view.snapshot.pods.filter((p) => p.controllerKind !== 'DaemonSet' && usesDevice(p, ctx.policy.devicePods)) : [];
-  if (users.length > 0) {
-    // Never under a running pod that uses the device: it would lose the device mid-flight.
-    const text = `driver restart held: ${listPods(users)} still ${users.length === 1 ? 'uses' : 'use'} the device`;
-    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${text}`);
-    return wait({ code: 'device-in-use', message: text, detail: `${text} ${timer.progress}` }, timer.actions, timer.deadline);
-  }
-  if (restarting) {
-    const stopping = stopDeviceClients(node, ctx);
-    if (stopping !== null) return stopping;
-  }
+  const restartOnly = isRestartOnlyCycle(node.view.annotations, keys);
+  if (restartOnly && driver.outOfDate.length > 0 && unchangedDriver(node, ctx) === null) return escalate(node, ctx);
+  const held = restartOnly ? null : holdForDeviceUsers(node, ctx, timer);
+  if (held !== null) return held;
   if (driver.outOfDate.length > 0) {
     if (timer.expired) return fail(node, ctx, `${expired(ctx)}: out-of-date driver pod ${listPods(driver.outOfDate)} still terminating`);
     const deletes: NodeAction[] = driver.outOfDate.map((p) => ({
@@ -66,12 +68,9 @@ export const handlePodRestart: StateHandler = (node, ctx) => {
   }
   const actions: NodeAction[] = [];
   if (isWaitingForSafeLoad(node.view.annotations, keys)) actions.push({ kind: 'clearSafeLoad', node: name, key: keys.waitForSafeLoad });
-  if (driver.ready) {
-    const next = ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required';
-    return advance(next, true, [...actions, ...restoreDeviceClients(node, ctx)]);
-  }
+  if (driver.ready) return finish(node, ctx, restartOnly, actions);
   return judgeNotReady(node, ctx, timer, actions);
-};
+}
 
 /** The current driver pod is not Ready: fail it (agent's failure, restarts, timeout) or wait, saying why. */
 function judgeNotReady(node: NodeContext, ctx: StepContext, timer: Timer, actions: readonly NodeAction[]): StepResult {
@@ -110,6 +109,42 @@ function judgeNotReady(node: NodeContext, ctx: StepContext, timer: Timer, action
     [...actions, ...timer.actions],
     wakeAt,
   );
+}
+
+/**
+ * Before the driver is replaced (an out-of-date pod, or a safe load to release): never under a
+ * running pod that uses the device (it would lose the device mid-flight), and DaemonSet clients
+ * stopped (stopDeviceClients). null when nothing holds the restart. Not on the restart-only path:
+ * the driver stays loaded as it is, so its users and clients stay too.
+ */
+function holdForDeviceUsers(node: NodeContext, ctx: StepContext, timer: Timer): StepResult | null {
+  const driver = node.driver;
+  if (driver.outOfDate.length === 0 && !isWaitingForSafeLoad(node.view.annotations, ctx.policy.keys)) return null;
+  // DaemonSet clients are stopped below (stopDeviceClients); any other device pod should be gone by now.
+  const users = node.view.snapshot.pods.filter((p) => p.controllerKind !== 'DaemonSet' && usesDevice(p, ctx.policy.devicePods));
+  if (users.length > 0) {
+    const text = `driver restart held: ${listPods(users)} still ${users.length === 1 ? 'uses' : 'use'} the device`;
+    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${text}`);
+    return wait({ code: 'device-in-use', message: text, detail: `${text} ${timer.progress}` }, timer.actions, timer.deadline);
+  }
+  return stopDeviceClients(node, ctx);
+}
+
+/** The current driver pod is Ready: on to validation or uncordon; a restart only is done (nothing was cordoned or paused; an admin's cordon stays). */
+function finish(node: NodeContext, ctx: StepContext, restartOnly: boolean, actions: readonly NodeAction[]): StepResult {
+  if (restartOnly) return { kind: 'advance', to: 'upgrade-done', actions, chain: false, after: cycleClosingRemovals(node.view.annotations, node.view.snapshot.name, ctx.policy.keys) };
+  const next = ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required';
+  return advance(next, true, [...actions, ...restoreDeviceClients(node, ctx)]);
+}
+
+/**
+ * The template changed again during a restart-only restart and now loads another driver than the
+ * one loaded: the full path from the cordon on, before any out-of-date pod is deleted.
+ */
+function escalate(node: NodeContext, ctx: StepContext): StepResult {
+  const name = node.view.snapshot.name;
+  const warning = `the driver DaemonSet's new template loads another driver than the one loaded: no longer a restart only; cordoning for the full upgrade`;
+  return { kind: 'advance', to: 'cordon-required', actions: [{ kind: 'removeAnnotation', node: name, key: ctx.policy.keys.restartOnly }], chain: true, warning };
 }
 
 function expired(ctx: StepContext): string {

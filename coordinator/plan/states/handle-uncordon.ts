@@ -1,5 +1,5 @@
 import type { NodeAction } from '../action.ts';
-import { cycleAnnotationKeys } from '../needs-upgrade.ts';
+import { cycleClosingRemovals } from '../needs-upgrade.ts';
 import { otherDriverHolds } from '../other-drivers.ts';
 import { restoreDeviceClients } from '../device-clients.ts';
 import type { StateHandler } from '../step.ts';
@@ -23,9 +23,7 @@ export const handleUncordon: StateHandler = (node, ctx) => {
     ...restoreDeviceClients(node, ctx),
     ...(!cordonedByAdmin && heldByOthers.length === 0 && node.view.unschedulable ? [{ kind: 'uncordon', node: name } as const] : []),
   ];
-  const after: NodeAction[] = [...cycleAnnotationKeys(keys), keys.failedRevision, keys.initialStateUnschedulable]
-    .filter((key) => node.view.annotations[key] !== undefined)
-    .map((key) => ({ kind: 'removeAnnotation', node: name, key }));
+  const after: NodeAction[] = cycleClosingRemovals(node.view.annotations, name, keys);
   const note = heldByOthers.length > 0 && !cordonedByAdmin && node.view.unschedulable
     ? { warning: `left cordoned for ${heldByOthers.map((h) => `the ${h.driver} driver upgrade (${h.state})`).join(', ')}` }
     : {};

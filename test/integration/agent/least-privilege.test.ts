@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseLoadedDriver } from '../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
@@ -104,6 +105,9 @@ describe('the agent with the driver service account (token bound to its pod)', (
         return l[keys.driverReady] === 'true' ? l : undefined;
       });
       expect(labels).toMatchObject({ [keys.devicePresent]: 'true', [keys.deviceCount]: '2', [keys.driverVersion]: '24.10-1.1.4.0' });
+      // Written in the same patch as the labels: what is loaded, and by which pod (the coordinator's restart-only path).
+      const annotations = (await core.readNode({ name: nodeName })).metadata?.annotations ?? {};
+      expect(parseLoadedDriver(annotations[keys.driverLoaded])).toMatchObject({ pod: `${ns.name}/${pod}`, version: '24.10-1.1.4.0' });
       await new Promise((r) => setTimeout(r, 1_000));
       // API writes that failed are logged as "cannot ..." with the server's status and message.
       const refused = agent.lines.filter((l) => (l.level === 'warn' || l.level === 'error') && l.msg.startsWith('cannot '));

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createAgentMetrics } from '../../../../agent/report/agent-metrics.ts';
 import type { DriverState } from '../../../../agent/report/driver-state.ts';
 import type { NodeEventInput } from '../../../../agent/report/node-events.ts';
-import type { LabelPatch } from '../../../../agent/report/node-labels.ts';
+import type { NodeMetadataPatch } from '../../../../agent/report/node-labels.ts';
 import { createStateReporter, type StateSinks } from '../../../../agent/report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from '../../../../agent/report/status-server.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
@@ -80,15 +80,15 @@ describe('createStateReporter with the status server', () => {
 
   it('sends the condition, labels and events to the sinks and serves the state in /metrics', async () => {
     const conditions: string[] = [];
-    const labels: LabelPatch[] = [];
+    const patches: NodeMetadataPatch[] = [];
     const events: NodeEventInput[] = [];
     const r = await aReporter({
       writePodCondition: (s) => {
         conditions.push(s.reason);
         return Promise.resolve();
       },
-      writeNodeLabels: (l) => {
-        labels.push(l);
+      writeNodeMetadata: (p) => {
+        patches.push(p);
         return Promise.resolve();
       },
       recordNodeEvent: (e) => {
@@ -98,10 +98,13 @@ describe('createStateReporter with the status server', () => {
     });
     await r.reporter.report(failed);
     expect(await r.reporter.flush(1000)).toBe(true);
-    await r.reporter.report(loaded);
+    expect(patches.at(-1)?.annotations).toEqual({ 'driver-rollout.io/drsample-driver-loaded': null });
+    await r.reporter.report({ ...loaded, loadedDriver: '{"pod":"ns/p","driver":{}}' });
     expect(await r.reporter.flush(1000)).toBe(true);
     expect(conditions).toEqual(['CompileFailed', 'Loaded']);
-    expect(labels.at(-1)).toMatchObject({ 'driver-rollout.io/drsample-driver.version': '1.0', 'driver-rollout.io/drsample-driver.ready': 'true' });
+    // Labels and the loaded-driver annotation go in one patch.
+    expect(patches.at(-1)?.labels).toMatchObject({ 'driver-rollout.io/drsample-driver.version': '1.0', 'driver-rollout.io/drsample-driver.ready': 'true' });
+    expect(patches.at(-1)?.annotations).toEqual({ 'driver-rollout.io/drsample-driver-loaded': '{"pod":"ns/p","driver":{}}' });
     expect(events.map((e) => `${e.type} ${e.reason}`)).toEqual(['Warning CompileFailed', 'Normal DriverLoaded']);
     const metrics = await (await fetch(`${r.base}/metrics`)).text();
     expect(metrics).toContain('driver_rollout_agent_state{driver="drsample",phase="Loaded"} 1');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildSnapshot, freshest } from '../../../../coordinator/cluster/build-snapshot.ts';
+import { driverFingerprint, renderLoadedDriver } from '../../../../shared/driver-identity.ts';
 import { parseDriverRolloutSpec, type DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { aDaemonSet, aDriverPod, aNode, aPdb, aPod, aRevision, cachesOf } from './fixtures.ts';
 
@@ -49,7 +50,24 @@ describe('buildSnapshot', () => {
 
   it('takes the newest ControllerRevision (highest revision) as the DaemonSet’s current hash', () => {
     const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
-    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new' }]);
+    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new', templateFingerprint: null }]);
+  });
+
+  it("reads what the newest revision's template loads, and what the agent says is loaded (restart-only path)", () => {
+    const env = [{ name: 'DRIVER_VERSION', value: '570.86.15' }, { name: 'DRIVER_MODULES', value: 'nvidia' }];
+    const newest = { ...aRevision(driver, 2, 'new'), data: { spec: { template: { spec: { containers: [{ name: 'agent', env }] } } } } };
+    const fingerprint = driverFingerprint({ version: '570.86.15', modules: ['nvidia'], loadPlan: 'generic', loadOptional: [], parameters: {} });
+    const loaded = renderLoadedDriver({ pod: 'gpu-operator/driver-gpu-1', fingerprint });
+    const caches = cachesOf({
+      nodes: [aNode('gpu-1', { annotations: { [keys.driverLoaded]: loaded } }), aNode('gpu-2', { annotations: { [keys.driverLoaded]: 'garbage' } })],
+      daemonSets: [driver],
+      revisions: [aRevision(driver, 1, 'old'), newest],
+      pods: [aDriverPod(driver, 'gpu-1', 'old'), aDriverPod(driver, 'gpu-2', 'old')],
+      pdbs: [],
+    });
+    const snapshot = buildSnapshot(rollout, policy, { caches, ...empty });
+    expect(snapshot.daemonSets[0]?.templateFingerprint).toBe(fingerprint);
+    expect(snapshot.nodes.map((n) => n.loadedDriver)).toEqual([{ pod: 'gpu-operator/driver-gpu-1', fingerprint, version: '570.86.15' }, null]);
   });
 
   it('separates the driver pods from every other pod on the node, converted to plain data', () => {
