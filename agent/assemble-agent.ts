@@ -13,7 +13,7 @@ import type { KernelPort } from './kernel/kernel-port.ts';
 import { createRealKernel } from './kernel/real-kernel.ts';
 import { createAgentMetrics } from './report/agent-metrics.ts';
 import { createNodeEventRecorder } from './report/node-events.ts';
-import { createNodeMetadataWriter } from './report/node-labels.ts';
+import { createNodeLabelWriter, createNodeMetadataWriter } from './report/node-labels.ts';
 import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';

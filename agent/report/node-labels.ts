@@ -65,3 +65,9 @@ export function createNodeMetadataWriter(core: CoreV1Api, nodeName: string) {
     lastSent = key;
   };
 }
+
+/** Writes label patches only (the next-kernel preflight's labels); identical consecutive patches are not sent again. */
+export function createNodeLabelWriter(core: CoreV1Api, nodeName: string) {
+  const write = createNodeMetadataWriter(core, nodeName);
+  return (labels: LabelPatch): Promise<void> => write({ labels, annotations: {} });
+}

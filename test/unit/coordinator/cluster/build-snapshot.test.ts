@@ -55,7 +55,8 @@ describe('buildSnapshot', () => {
 
   it("reads what the newest revision's template loads, and what the agent says is loaded (restart-only path)", () => {
     const env = [{ name: 'DRIVER_VERSION', value: '570.86.15' }, { name: 'DRIVER_MODULES', value: 'nvidia' }];
-    const newest = { ...aRevision(driver, 2, 'new'), data: { spec: { template: { spec: { containers: [{ name: 'agent', env }] } } } } };
+    const newest = aRevision(driver, 2, 'new');
+    newest.data = { spec: { template: { spec: { containers: [{ name: 'agent', env }] } } } };
     const fingerprint = driverFingerprint({ version: '570.86.15', modules: ['nvidia'], loadPlan: 'generic', loadOptional: [], parameters: {} });
     const loaded = renderLoadedDriver({ pod: 'gpu-operator/driver-gpu-1', fingerprint });
     const caches = cachesOf({
