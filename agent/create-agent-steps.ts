@@ -16,6 +16,8 @@ import { LOAD_PLANS } from './kernel/load-plan.ts';
 import { reloadDriver } from './kernel/reload-driver.ts';
 import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
+import { createUnloadGuard } from './teardown/unload-guard.ts';
+import type { NodeDetection } from './detect/detect-node.ts';
 
 /**
  * The driver's build for one kernel as configured. The agent's own build and the next-kernel
@@ -55,6 +57,20 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   let requested: readonly string[] | undefined;
   const toLoad = (built: BuiltDriver) => (config.modules.length > 0 ? config.modules : built.modules.map((m) => m.name));
   let lastBuilt: BuiltDriver | undefined;
+  let lastDetection: NodeDetection | undefined;
+  const guard = createUnloadGuard({
+    driver: config.driver,
+    sysfsRoot: config.sysfsRoot,
+    procDir: config.procDir,
+    vfioDir: config.vfioDir,
+    // Beside the module cache and the last-good record: a host path that outlives the pod.
+    recordPath: join(config.cacheDir, 'teardown', `${config.driver}.json`),
+    holders: config.holders,
+    hostPrefix: config.hostCommandPrefix,
+    devices: { removeVirtualFunctions: config.sriovTeardown, unbindDrivers: config.unbindDrivers },
+    now: () => new Date(),
+    log,
+  });
   // Names the processes behind a "driver is in use" refusal when the device files are known.
   // What a verified load publishes on the node (the coordinator's restart-only path reads it).
   const loadedDriver = renderLoadedDriver({ pod: `${config.podNamespace}/${config.podName}`, fingerprint: driverFingerprint(driverIdentityOf(config)) });
@@ -66,6 +82,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       detectNode({ sysfsRoot: config.sysfsRoot, selector: config.deviceSelector, hostInfo, kernelReleaseOverride: config.kernelVersion }),
 
     async build(detection, signal) {
+      lastDetection = detection;
       lastBuilt = await buildDriverFor(config, detection.host.kernelRelease, { log, signal });
       return lastBuilt;
     },
@@ -85,6 +102,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         loadModules: toLoad(built),
         competingModules: config.blacklist,
         ...(deviceUsers === undefined ? {} : { deviceUsers }),
+        unloadGuard: { stopsHolders: config.holders.length > 0, takeDown: () => guard.takeDown(lastDetection?.devices ?? []), restore: () => guard.restore() },
         logger: log,
       });
       const summary =
@@ -102,6 +120,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       if (decision.kind !== 'fast-path') {
         throw new DriverVerificationError(`the driver is not loaded as built: ${decision.reason}`, { reason: decision.reason });
       }
+      // A teardown an earlier agent recorded and did not finish (it died after the unload): finish it.
+      if (await guard.restore()) log.info('finished the restore a previous agent recorded');
       return { version: built.version, modules: [...loaded.keys()], loadedDriver };
     },
 

@@ -18,6 +18,7 @@ import {
   ModuleLoadError,
   NeverUnloadError,
 } from './kernel/kernel-errors.ts';
+import { DeviceTeardownError, HolderCommandError, VirtualFunctionsInUseError } from './teardown/teardown-errors.ts';
 
 /** The step of the flow that failed. */
 export type AgentStep = 'detect' | 'build' | 'load' | 'verify';
@@ -47,6 +48,9 @@ const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] =
   [ModuleBusyError, 'DriverInUse'],
   [DriverVerificationError, 'VerifyFailed'],
   [KernelCommandError, 'LoadFailed'],
+  [VirtualFunctionsInUseError, 'VirtualFunctionsInUse'],
+  [DeviceTeardownError, 'DeviceTeardownFailed'],
+  [HolderCommandError, 'HolderCommandFailed'],
 ];
 
 const STEP_REASONS: Readonly<Record<AgentStep, string>> = {

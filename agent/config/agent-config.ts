@@ -2,12 +2,14 @@ import type { BuildConfig } from './build.ts';
 import type { IdentityConfig } from './identity.ts';
 import type { KernelConfig } from './kernel.ts';
 import type { ReportingConfig } from './reporting.ts';
+import type { TeardownConfig } from './teardown.ts';
 
 export type { SimulatedKernelSettings } from './kernel.ts';
 
 /**
  * Everything the agent is told at start-up; parsed once by main.ts (parseAgentConfig). One
  * concern per file: identity.ts (who and where), build.ts (what to compile, how), kernel.ts
- * (devices, modules, loading), reporting.ts (ready file, HTTP, logs).
+ * (devices, modules, loading), teardown.ts (what is taken down around an unload), reporting.ts
+ * (ready file, HTTP, logs).
  */
-export type AgentConfig = IdentityConfig & BuildConfig & KernelConfig & ReportingConfig;
+export type AgentConfig = IdentityConfig & BuildConfig & KernelConfig & TeardownConfig & ReportingConfig;

@@ -7,8 +7,9 @@ import { envName, problem } from './flag-fields.ts';
 import { identityConfig, identityFlags } from './identity.ts';
 import { kernelConfig, kernelFlags } from './kernel.ts';
 import { reportingConfig, reportingFlags } from './reporting.ts';
+import { teardownConfig, teardownFlags } from './teardown.ts';
 
-const schema = z.object({ ...identityFlags, ...buildFlags, ...kernelFlags, ...reportingFlags });
+const schema = z.object({ ...identityFlags, ...buildFlags, ...kernelFlags, ...teardownFlags, ...reportingFlags });
 type Flag = keyof typeof schema.shape;
 /** Every flag, each also an environment variable (flag-fields.ts: envName). */
 const FLAGS = Object.keys(schema.shape) as Flag[];
@@ -63,6 +64,7 @@ export function parseAgentConfig(argv: readonly string[], env: Readonly<Record<s
     ...identityConfig(raw, problems),
     ...buildConfig(raw, problems),
     ...kernelConfig(raw, problems),
+    ...teardownConfig(raw, problems),
     ...reportingConfig(raw),
   };
   if (problems.length > 0) throw new ConfigError('agent configuration', problems);

@@ -10,7 +10,7 @@ import { decideReload, type ReloadDecision } from './decide-reload.ts';
 import { findMissingDependencies } from './find-missing-dependencies.ts';
 import { findUndeclaredParameters } from './find-undeclared-parameters.ts';
 import { checkDeclaredFirmware, installDriverFirmware, type FirmwareOptions } from './driver-firmware.ts';
-import { HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, NeverUnloadError } from './kernel-errors.ts';
+import { DriverRolledBackError, HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, NeverUnloadError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { isLastGoodOf, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
 import { loadDriverModules, rollBack, type LoadRequest } from './load-driver-modules.ts';
@@ -71,6 +71,13 @@ export interface ReloadDriverOptions {
   readonly alsoUnload?: readonly string[];
   /** Device files whose holders are named in DriverInUseError (e.g. `/dev/nvidia`). */
   readonly deviceUsers?: DeviceUserLookup;
+  /**
+   * What holds the driver outside the kernel (host daemons, SR-IOV VFs, vfio bindings): taken down
+   * right before the unload and put back after the new driver loaded (agent/teardown). When it
+   * stops holders (daemons keep the device files open), the early "in use" refusal is left to the
+   * unload itself, which runs after they stopped; whatever refuses, what was taken down is put back.
+   */
+  readonly unloadGuard?: { readonly stopsHolders: boolean; takeDown(): Promise<void>; restore(): Promise<boolean> };
   readonly logger: Logger;
 }
 
@@ -139,7 +146,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   refuseNeverUnload(built, options.neverUnload, before);
   const holdingUsers = planned.refusingHolders.filter((h) => [...before.values()].some((m) => m.holders.includes(h)));
   if (holdingUsers.length > 0) throw new HeldByUserModulesError(built.driver, holdingUsers);
-  await planUnloadOrRefuse(built.driver, [...before.values()], options.deviceUsers);
+  const guard = await refuseInUseOrGuard(built.driver, before, options);
 
   const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
   const previousOptions = await readTextIfExists(optionsFile);
@@ -158,12 +165,15 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   try {
     const unloadStarted = performance.now();
     // unloadDriver reads /sys/module again: users may have come or gone while installing.
-    const unloaded = await unloadDriver(kernel, built.driver, unloadSet, log, options.deviceUsers);
+    const unloaded = await unloadGuarded(guard, () => unloadDriver(kernel, built.driver, unloadSet, log, options.deviceUsers), log);
     const unload = Math.round(performance.now() - unloadStarted);
 
     const loadStarted = performance.now();
     const restorable = unloaded.length > 0 && lastGood !== undefined && isLastGoodOf(lastGood, built.kernelVersion, before) ? lastGood : undefined;
-    const modules = await loadOrRollBack(kernel, { driver: built.driver, tree: options.tree, modules: built.modules, toLoad, loadOrder }, restorable, { optionsFile, previousOptions }, log);
+    const modules = await loadThenRestore(
+      options.unloadGuard,
+      () => loadOrRollBack(kernel, { driver: built.driver, tree: options.tree, modules: built.modules, toLoad, loadOrder }, restorable, { optionsFile, previousOptions }, log),
+    );
     const load = Math.round(performance.now() - loadStarted);
     await recordLastGood(options.lastGoodFile, built, toLoad, optionsText);
     const outcome = unloaded.length > 0 ? 'reloaded' : 'loaded-fresh';
@@ -183,6 +193,45 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   } finally {
     if (competing.length > 0) await rm(blacklistFile, { force: true });
   }
+}
+
+/**
+ * The unload guard when something loaded will be unloaded. Refuses a driver in use now (before
+ * anything is installed), unless the guard stops holders first: they hold the device files, so
+ * then the unload itself checks, after they stopped.
+ */
+async function refuseInUseOrGuard(driver: string, before: ReadonlyMap<string, LoadedModule>, options: ReloadDriverOptions): Promise<ReloadDriverOptions['unloadGuard']> {
+  const guard = before.size > 0 ? options.unloadGuard : undefined;
+  if (guard?.stopsHolders !== true) await planUnloadOrRefuse(driver, [...before.values()], options.deviceUsers);
+  return guard;
+}
+
+/** Takes down what holds the driver, then unloads; when the unload refuses, puts it back (the old driver still runs). */
+async function unloadGuarded(guard: ReloadDriverOptions['unloadGuard'], unload: () => Promise<string[]>, log: Logger): Promise<string[]> {
+  if (guard === undefined) return unload();
+  await guard.takeDown();
+  try {
+    return await unload();
+  } catch (error) {
+    await guard.restore().catch((restoreError: unknown) => {
+      log.error({ err: restoreError }, 'the unload was refused and what was taken down cannot be put back; the record stays for the next attempt');
+    });
+    throw error;
+  }
+}
+
+/** Loads, then puts back what the guard took down; also after a rollback (the old driver runs again, and so should its devices and daemons). */
+async function loadThenRestore(guard: ReloadDriverOptions['unloadGuard'], load: () => Promise<LoadedModule[]>): Promise<LoadedModule[]> {
+  if (guard === undefined) return load();
+  let modules: LoadedModule[];
+  try {
+    modules = await load();
+  } catch (error) {
+    if (error instanceof DriverRolledBackError) await guard.restore();
+    throw error;
+  }
+  await guard.restore();
+  return modules;
 }
 
 /**
