@@ -9,13 +9,19 @@
 # machine's existing Debian sources (deb822 debian.sources or a one-line sources.list), and
 # installs `dkms` (--no-install-recommends), which the agent's dkms recipe runs.
 #
-# Packages (bookworm): nvidia-open-kernel-dkms (contrib), firmware-nvidia-gsp (non-free-firmware),
-# r8168-dkms (non-free). Prints `<package> <directory>` per package on stdout.
+# Packages (bookworm): nvidia-kernel-dkms (non-free; NVIDIA's proprietary-flavour kernel modules,
+# 535.309.01 from bookworm-security), firmware-nvidia-gsp (non-free-firmware) of the same upstream
+# release, r8168-dkms (non-free). Prints `<package> <directory>` per package on stdout.
+#
+# Not nvidia-open-kernel-dkms (contrib): bookworm's only version, 535.261.03-1, fails to compile
+# against bookworm's 6.1.0-56 headers (nv-pci.c:223: too few arguments to function
+# 'pci_resize_resource'; Debian's kernel backported the API change, the open package was not
+# updated in bookworm-security). See agent/README.md, "NVIDIA GPU driver".
 #
 # Environment: DRIVER_ROLLOUT_CACHE (default ~/.cache/driver-rollout).
 set -euo pipefail
 
-packages=(nvidia-open-kernel-dkms firmware-nvidia-gsp r8168-dkms)
+packages=(nvidia-kernel-dkms firmware-nvidia-gsp r8168-dkms)
 sources_file=/etc/apt/sources.list.d/driver-rollout-vendor.sources
 components="contrib non-free non-free-firmware"
 
@@ -87,8 +93,11 @@ apt_update() {
 # are unchanged, and every package directory is complete.
 resolved="$vendor/resolved"
 all_complete() {
-  local _ dir
-  while read -r _ dir; do [ -f "$dir/.complete" ] || return 1; done < "$resolved"
+  local name dir i=0
+  while read -r name dir; do
+    [ "$name" = "${packages[$i]:-}" ] && [ -f "$dir/.complete" ] || return 1
+    i=$((i + 1))
+  done < "$resolved"
 }
 if [ -f "$resolved" ] && [ -f "$sources_file" ] && command -v dkms >/dev/null \
   && [ -z "$(find /var/lib/apt/lists "$sources_file" -maxdepth 1 -newer "$resolved" -print -quit 2>/dev/null)" ] \
@@ -112,17 +121,13 @@ flock 9
 rm -f "$resolved.tmp"
 
 # The GSP firmware must be the release the modules were built from (nvidia/<version>/gsp_*.bin):
-# bookworm-security may carry a newer firmware-nvidia-gsp than contrib's nvidia-open-kernel-dkms.
-nvidia_upstream=
+# both packages are taken at apt's candidate, and their upstream releases must agree.
 version_of() {
-  local p=$1 v
-  if [ "$p" = firmware-nvidia-gsp ] && [ -n "$nvidia_upstream" ]; then
-    apt-cache madison "$p" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | grep -m1 -F "${nvidia_upstream}-" || true
-    return
-  fi
-  v=$(candidate_version "$p")
+  local v
+  v=$(candidate_version "$1")
   [ "$v" = "(none)" ] || echo "$v"
 }
+upstream_of() { local v=${1#*:}; echo "${v%-*}"; }
 
 for p in "${packages[@]}"; do
   version=$(version_of "$p")
@@ -130,11 +135,18 @@ for p in "${packages[@]}"; do
     apt_update
     version=$(version_of "$p")
   fi
-  [ "$p" = nvidia-open-kernel-dkms ] && nvidia_upstream=${version%-*}
   if [ -z "$version" ]; then
     log "apt has no candidate for $p (are $components enabled in $sources_file?)"
     exit 1
   fi
+  case $p in
+    nvidia-kernel-dkms) nvidia_version=$version ;;
+    firmware-nvidia-gsp)
+      if [ "$(upstream_of "$version")" != "$(upstream_of "$nvidia_version")" ]; then
+        log "apt's candidates differ in upstream release: nvidia-kernel-dkms $nvidia_version, firmware-nvidia-gsp $version (the modules need the GSP firmware of their own release, nvidia/<release>/gsp_*.bin)"
+        exit 1
+      fi ;;
+  esac
   dir="$vendor/${p}_${version}"
   if [ ! -f "$dir/.complete" ]; then
     log "fetching $p $version"

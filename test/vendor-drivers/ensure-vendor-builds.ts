@@ -12,7 +12,7 @@ import type { BuiltDriver } from '../../agent/build/built-driver.ts';
  * Real vendor driver modules for the tests, built by the agent's own `dkms` recipe (buildDriver)
  * and kept in the agent's module cache outside the repository
  * (~/.cache/driver-rollout/vendor-agent-cache/<kernel>/<cache key>/): Debian's
- * nvidia-open-kernel-dkms and r8168-dkms, fetched and unpacked without their maintainer scripts by
+ * nvidia-kernel-dkms and r8168-dkms, fetched and unpacked without their maintainer scripts by
  * scripts/ensure-vendor-packages.sh, and test/fixtures/dkms-pair. A cold NVIDIA build costs about
  * 20 CPU-minutes; a warm cache returns in seconds. Builds of one driver are serialized across test
  * processes by a lock file, so the second caller finds the cache warm.
@@ -24,6 +24,9 @@ export interface VendorModules {
   readonly packageName: string;
   readonly packageVersion: string;
   readonly kernelRelease: string;
+  /** The sources handed to the dkms recipe (the agent's DRIVER_SOURCE_DIR) and its packages there (BUILD_RECIPE's). */
+  readonly sourceDir: string;
+  readonly packages: readonly DkmsPackage[];
   /** The cache entry's directory: holds `<module name>.ko` files and manifest.json. */
   readonly dir: string;
   /** Module name (`nvidia_uvm` style, as the kernel names it) to its .ko path. */
@@ -32,8 +35,8 @@ export interface VendorModules {
   readonly built: BuiltDriver;
 }
 
-export interface NvidiaOpenModules extends VendorModules {
-  /** Upstream release (e.g. `535.261.03`): the firmware directory is `nvidia/<release>/`. */
+export interface NvidiaModules extends VendorModules {
+  /** Upstream release (e.g. `535.309.01`): the firmware directory is `nvidia/<release>/`. */
   readonly release: string;
   /** The unpacked firmware-nvidia-gsp's firmware root: holds `nvidia/<release>/gsp_*.bin`. */
   readonly firmwareDir: string;
@@ -109,7 +112,7 @@ async function buildWithDkms(spec: DkmsBuildSpec): Promise<VendorModules> {
     });
     const files = Object.fromEntries(built.modules.map((m) => [m.name, m.path]));
     const dir = built.modules[0]?.path.replace(/\/[^/]+$/, '') ?? cacheDir;
-    return { packageName: spec.packageName, packageVersion: spec.packageVersion, kernelRelease: spec.kernelRelease, dir, files, built };
+    return { packageName: spec.packageName, packageVersion: spec.packageVersion, kernelRelease: spec.kernelRelease, sourceDir: spec.sourceDir, packages: spec.packages, dir, files, built };
   } finally {
     await release();
   }
@@ -131,23 +134,32 @@ export async function ensureR8168Modules(kernelRelease: string): Promise<VendorM
 }
 
 /**
- * NVIDIA's open GPU kernel modules (Debian nvidia-open-kernel-dkms, contrib) through the agent's
- * dkms recipe: nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm and nvidia_peermem (a stub without
- * MOFED), plus the GSP firmware of the same release (firmware-nvidia-gsp, non-free-firmware).
+ * NVIDIA's GPU kernel modules in their proprietary flavour (Debian nvidia-kernel-dkms, non-free;
+ * not the open ones) through the agent's dkms recipe: nvidia, nvidia_uvm, nvidia_modeset,
+ * nvidia_drm and nvidia_peermem, plus the GSP firmware of the same release (firmware-nvidia-gsp,
+ * non-free-firmware; scripts/ensure-vendor-packages.sh checks the two releases agree).
+ * Debian's nvidia-open-kernel-dkms 535.261.03-1 does not compile against bookworm's 6.1.0-56
+ * headers (nv-pci.c:223: too few arguments to function 'pci_resize_resource'), so the open flavour
+ * is not what the tests build; a later Debian release of it can take this package's place.
  */
-export async function ensureNvidiaOpenModules(kernelRelease: string): Promise<NvidiaOpenModules> {
-  const pkg = await vendorPackage('nvidia-open-kernel-dkms');
+export async function ensureNvidiaModules(kernelRelease: string): Promise<NvidiaModules> {
+  const pkg = await vendorPackage('nvidia-kernel-dkms');
   const firmware = await vendorPackage('firmware-nvidia-gsp');
   const { sourceDir, directory } = await dkmsPackageIn(pkg.dir);
   const built = await buildWithDkms({
-    driver: 'nvidia-open',
-    packageName: 'nvidia-open-kernel-dkms',
+    driver: 'nvidia',
+    packageName: 'nvidia-kernel-dkms',
     packageVersion: pkg.version,
     sourceDir,
     packages: [{ directory, variables: {} }],
     kernelRelease,
   });
-  return { ...built, release: pkg.version.replace(/-[^-]*$/, ''), firmwareDir: join(firmware.dir, 'root', 'lib', 'firmware') };
+  return { ...built, release: nvidiaRelease(pkg.version), firmwareDir: join(firmware.dir, 'root', 'lib', 'firmware') };
+}
+
+/** The upstream release of a Debian version: `535.309.01-0+deb12u1` is `535.309.01`. */
+export function nvidiaRelease(debianVersion: string): string {
+  return debianVersion.replace(/^\d+:/, '').replace(/-[^-]*$/, '');
 }
 
 /** The two-package fixture through the dkms recipe: drpair_base, then drpair_user built against it. */

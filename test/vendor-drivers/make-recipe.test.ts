@@ -20,7 +20,7 @@ const RECIPE: MakeRecipe = {
 };
 
 // test/fixtures/vendor-makefile is shaped like NVIDIA's tree: `make modules SYSSRC= SYSOUT=` and a
-// module list with spaces. (NVIDIA's own tree goes through the dkms recipe in nvidia-open-dkms.test.ts;
+// module list with spaces. (NVIDIA's own tree goes through the dkms recipe in nvidia-dkms.test.ts;
 // building it a second time through `make` does not fit the shared builder's budget.)
 describe("the make recipe runs a vendor's Makefile (real make and kbuild)", () => {
   const kernel = installedHeadersKernel();

@@ -21,7 +21,7 @@ async function patchedEnv(file: string): Promise<Record<string, string>> {
 
 describe('manifests/examples/*.patch.yaml', () => {
   it('there are GPU and NIC examples', () => {
-    expect(patches).toEqual(expect.arrayContaining(['gpu-nvidia-open.patch.yaml', 'nic-mofed-dkms.patch.yaml']));
+    expect(patches).toEqual(expect.arrayContaining(['gpu-nvidia-dkms.patch.yaml', 'nic-mofed-dkms.patch.yaml']));
   });
 
   it.each(patches)('%s patched onto driver-daemonset.yaml gives a configuration the agent accepts, with a dkms recipe', async (file) => {
