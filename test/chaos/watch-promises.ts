@@ -1,11 +1,13 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import {
   adminCordoned,
+  blockedByLimit,
   limitViolations,
+  OPERAND_PAUSED,
+  operandLabelsOf,
   protectedPodRemoval,
   settledViolations,
   uncordonViolations,
-  type LabelSelectorObject,
   type ObservedNode,
   type ObservedPod,
   type ObservedRollout,
@@ -19,7 +21,6 @@ export interface PromiseWatchOptions {
   readonly podNamespaces: readonly string[];
   readonly rollout: ObservedRollout;
   readonly driverDaemonSets: readonly string[];
-  readonly drainSelector?: LabelSelectorObject;
 }
 
 export interface PromiseWatch {
@@ -27,9 +28,14 @@ export interface PromiseWatch {
   readonly violations: readonly string[];
   /** How many changes were checked. */
   checks(): number;
+  /** Of `nodes`, those the rollout cannot start by its own limits (blockedByLimit): a legitimate end. */
+  blocked(nodes: readonly V1Node[]): Set<string>;
   /** Nodes the test deleted on purpose (their pods go too, by the garbage collector). */
   forgetNode(name: string): void;
-  /** The end of the rollout: every node done or failed with a reason, none left cordoned. */
+  /**
+   * The end of the rollout: every node done or failed with a reason, none left cordoned, and no
+   * operand pod removed without its node label ever showing the pause.
+   */
   checkSettled(): Promise<string[]>;
   stop(): void;
 }
@@ -53,14 +59,28 @@ export function observePod(pod: V1Pod): ObservedPod {
     annotations: pod.metadata?.annotations ?? {},
     owner: owner === undefined ? null : { kind: owner.kind, name: owner.name },
     nodeName: pod.spec?.nodeName ?? '',
+    resourceNames: resourceNamesOf(pod),
+    nodeSelectorKeys: nodeSelectorKeysOf(pod),
   };
+}
+
+function resourceNamesOf(pod: V1Pod): string[] {
+  const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+  return [...new Set(containers.flatMap((c) => [...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})]))];
+}
+
+function nodeSelectorKeysOf(pod: V1Pod): string[] {
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  return [...new Set([...Object.keys(pod.spec?.nodeSelector ?? {}), ...terms.flatMap((t) => (t.matchExpressions ?? []).map((e) => e.key))])];
 }
 
 /**
  * Watches the rollout's nodes and the workloads' pods and checks the observer's promises on
  * every change (test/observer/rollout-promises.ts): the limits across each node change, admin
  * cordons never lifted, protected pods never removed. Admin cordons are taken from the nodes as
- * the watch first lists them (the test cordons before the rollout starts).
+ * the watch first lists them (the test cordons before the rollout starts). An operand pod removed
+ * before the node watch shows its label paused (two watches, no order between them) is held
+ * until a node change shows the pause, and judged a violation at checkSettled if none did.
  */
 export async function watchPromises(options: PromiseWatchOptions): Promise<PromiseWatch> {
   const core = options.kc.makeApiClient(CoreV1Api);
@@ -69,6 +89,9 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
   const cordonedByAdmin = adminCordoned([...nodes.values()], options.rollout);
   const violations: string[] = [];
   const forgotten = new Set<string>();
+  /** Operand pods removed before their node showed the pause: id → node, operand labels, the verdict. */
+  const unpaused = new Map<string, { node: string; labels: readonly string[]; why: string }>();
+  const pausedOn = new Map<string, Set<string>>();
   let checks = 0;
   const requests: AbortController[] = [];
   let stopped = false;
@@ -79,15 +102,34 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
     if (type === 'DELETED') nodes.delete(name);
     else nodes.set(name, observeNode(node));
     const after = [...nodes.values()];
+    const labels = node.metadata?.labels ?? {};
+    const paused = pausedOn.get(name) ?? new Set<string>();
+    for (const [k, v] of Object.entries(labels)) if (v === OPERAND_PAUSED) paused.add(k);
+    pausedOn.set(name, paused);
+    for (const [id, held] of unpaused) if (held.node === name && held.labels.some((k) => paused.has(k))) unpaused.delete(id);
     checks += 1;
     for (const v of [...limitViolations(before, after, options.rollout), ...uncordonViolations(after, cordonedByAdmin)]) violations.push(`${new Date().toISOString()} ${v}`);
   };
+  const judged = new Set<string>();
   const onPod = (type: string, pod: V1Pod): void => {
     const removing = type === 'DELETED' || pod.metadata?.deletionTimestamp !== undefined;
     if (!removing || forgotten.has(pod.spec?.nodeName ?? '')) return;
+    // One verdict per pod: its first removal event (deletionTimestamp set, or DELETED at once).
+    const uid = pod.metadata?.uid ?? '';
+    if (judged.has(uid)) return;
+    judged.add(uid);
     checks += 1;
-    const why = protectedPodRemoval(observePod(pod), options.rollout, options);
-    if (why !== undefined) violations.push(`${new Date().toISOString()} ${why}`);
+    const observed = observePod(pod);
+    const why = protectedPodRemoval(observed, options.rollout, { driverDaemonSets: options.driverDaemonSets, nodeLabels: nodes.get(observed.nodeName)?.labels ?? {} });
+    if (why === undefined) return;
+    const operands = operandLabelsOf(observed, options.rollout);
+    const seenPaused = pausedOn.get(observed.nodeName);
+    if (operands.some((k) => seenPaused?.has(k) === true)) return;
+    if (operands.length > 0) {
+      unpaused.set(`${observed.namespace}/${observed.name}`, { node: observed.nodeName, labels: operands, why: `${new Date().toISOString()} ${why}` });
+      return;
+    }
+    violations.push(`${new Date().toISOString()} ${why}`);
   };
 
   /** A watch that re-opens after the API server drops it (a restart is one of the faults). */
@@ -121,12 +163,17 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
   return {
     violations,
     checks: () => checks,
+    blocked: (list) => {
+      const observed = list.map(observeNode);
+      return new Set(observed.filter((n) => blockedByLimit(n, observed, options.rollout, cordonedByAdmin)).map((n) => n.name));
+    },
     forgetNode: (name) => {
       forgotten.add(name);
     },
     checkSettled: async () => {
       const final = (await core.listNode({ labelSelector: options.nodeSelector })).items.map(observeNode);
-      return settledViolations(final, options.rollout, cordonedByAdmin);
+      const held = [...unpaused.values()].filter((h) => !forgotten.has(h.node)).map((h) => h.why);
+      return [...held, ...settledViolations(final, options.rollout, cordonedByAdmin)];
     },
     stop: () => {
       stopped = true;

@@ -15,7 +15,15 @@
  *   pools is in none (left alone);
  * - nodes already out of service before the rollout took them (an admin's cordon, a NotReady
  *   node) count against the limit but may exceed it: the rollout only must never take a node
- *   that was in service out of service while that leaves its pool above the limit.
+ *   that was in service out of service while that leaves its pool above the limit;
+ * - pods the policy names for removal (see protectedPodRemoval): device pods (a container
+ *   requesting or limiting a resource named with one of podDeletion.resourcePrefixes, default
+ *   `nvidia.com/gpu` and `nvidia.com/mig-`, or matching podDeletion.podSelector) while pod deletion
+ *   is on; pods matching drain.podSelector ("" = all) and not labelled drain-skip while drain is
+ *   on; of DaemonSet pods only the driver's own, device clients (a device pod, or matching
+ *   clients.podSelector) and operands (pods selecting the node by one of clients.operandLabels,
+ *   default the GPU Operator's `nvidia.com/gpu.deploy.*` labels for driver `gpu`) whose node label
+ *   the rollout set to `paused-for-driver-upgrade`.
  */
 
 export interface ObservedNode {
@@ -39,13 +47,34 @@ export interface ObservedPool {
   readonly maxParallelUpgrades: number;
 }
 
+/** Which pods the policy may remove, read from the spec (selectors in object form). */
+export interface ObservedRemovalRules {
+  readonly podDeletion: { readonly enable: boolean; readonly resourcePrefixes: readonly string[]; readonly podSelector: LabelSelectorObject | null };
+  /** podSelector {} (from "") selects every pod. */
+  readonly drain: { readonly enable: boolean; readonly podSelector: LabelSelectorObject };
+  readonly clients: { readonly operandLabels: readonly string[]; readonly podSelector: LabelSelectorObject | null };
+}
+
 /** What the observer reads from a DriverRollout: its own reading of the spec. */
 export interface ObservedRollout {
   readonly driverName: string;
   readonly stateKey: string;
   readonly pools: readonly ObservedPool[];
   readonly defaultPool: ObservedPool;
+  readonly removal: ObservedRemovalRules;
 }
+
+/** The value k8s-driver-manager (and the rollout) give an operand's node label to pause it. */
+export const OPERAND_PAUSED = 'paused-for-driver-upgrade';
+
+/** The GPU Operator's operand labels (device plugin, GFD, DCGM exporter, DCGM, MIG manager), paused by default for driver `gpu`. */
+const GPU_OPERANDS = [
+  'nvidia.com/gpu.deploy.device-plugin',
+  'nvidia.com/gpu.deploy.gpu-feature-discovery',
+  'nvidia.com/gpu.deploy.dcgm-exporter',
+  'nvidia.com/gpu.deploy.dcgm',
+  'nvidia.com/gpu.deploy.mig-manager',
+];
 
 const UPGRADING = new Set([
   'cordon-required',
@@ -89,7 +118,49 @@ export function readRollout(spec: unknown): ObservedRollout {
     stateKey: upgradeStateKey(driverName, keyDomain),
     pools,
     defaultPool: { name: 'default', selector: null, maxUnavailable: topUnavailable, maxParallelUpgrades: topParallel },
+    removal: readRemovalRules(driverName, policy),
   };
+}
+
+const strings = (value: unknown): string[] | undefined => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined);
+/** An optional pod selector: absent or "" selects no pod. */
+const optionalSelector = (value: unknown): LabelSelectorObject | null => (typeof value === 'string' && value.trim() !== '' ? readSelectorString(value) : null);
+
+/** Documented defaults: pod deletion on, drain off, operands only for driver `gpu`. */
+function readRemovalRules(driverName: string, policy: Record<string, unknown>): ObservedRemovalRules {
+  const deletion = record(policy.podDeletion);
+  const drain = record(policy.drain);
+  const clients = record(policy.clients);
+  return {
+    podDeletion: {
+      enable: deletion.enable !== false,
+      resourcePrefixes: strings(deletion.resourcePrefixes) ?? ['nvidia.com/gpu', 'nvidia.com/mig-'],
+      podSelector: optionalSelector(deletion.podSelector),
+    },
+    drain: { enable: drain.enable === true, podSelector: readSelectorString(typeof drain.podSelector === 'string' ? drain.podSelector : '') },
+    clients: {
+      operandLabels: strings(clients.operandLabels) ?? (driverName === 'gpu' ? GPU_OPERANDS : []),
+      podSelector: optionalSelector(clients.podSelector),
+    },
+  };
+}
+
+/**
+ * A label selector in string form (`a=b,c!=d,e in (x,y),f notin (z),g,!h`; "" selects all) in
+ * object form. Throws on text it cannot read: the observer reads only specs the test wrote.
+ */
+export function readSelectorString(text: string): LabelSelectorObject {
+  const parts = text.split(/,(?![^(]*\))/).map((p) => p.trim()).filter((p) => p !== '');
+  const matchExpressions = parts.map((part) => {
+    const set = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part);
+    if (set !== null) return { key: set[1] ?? '', operator: set[2] === 'in' ? 'In' : 'NotIn', values: (set[3] ?? '').split(',').map((v) => v.trim()) };
+    const pair = /^([^!=\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(part);
+    if (pair !== null) return { key: pair[1] ?? '', operator: pair[2] === '!=' ? 'NotIn' : 'In', values: [pair[3] ?? ''] };
+    const exists = /^(!?)([^!=\s(),]+)$/.exec(part);
+    if (exists !== null) return { key: exists[2] ?? '', operator: exists[1] === '!' ? 'DoesNotExist' : 'Exists' };
+    throw new Error(`observer: cannot read selector part ${JSON.stringify(part)} of ${JSON.stringify(text)}`);
+  });
+  return { matchExpressions };
 }
 
 /** Kubernetes label selector semantics (object form); an empty selector matches every node. */
@@ -238,27 +309,79 @@ export interface ObservedPod {
   /** The controller's kind and name, or null for a bare pod. */
   readonly owner: { readonly kind: string; readonly name: string } | null;
   readonly nodeName: string;
+  /** Resource names its containers (init containers too) request or limit. */
+  readonly resourceNames: readonly string[];
+  /** Node label keys it selects its node by (nodeSelector and required node affinity). */
+  readonly nodeSelectorKeys: readonly string[];
+}
+
+export interface PodRemovalOptions {
+  /** The driver DaemonSets (their pods are replaced by the rollout itself). */
+  readonly driverDaemonSets: readonly string[];
+  /** The labels of the pod's node as last seen; {} when unknown. */
+  readonly nodeLabels?: Readonly<Record<string, string>>;
+}
+
+/** A device pod by the policy's podDeletion rules (resource name prefixes, podSelector). */
+export function isDevicePod(pod: ObservedPod, rollout: ObservedRollout): boolean {
+  const rules = rollout.removal.podDeletion;
+  if (pod.resourceNames.some((r) => rules.resourcePrefixes.some((prefix) => r.startsWith(prefix)))) return true;
+  return rules.podSelector !== null && selects(rules.podSelector, pod.labels);
+}
+
+/** The operand labels (clients.operandLabels) this pod selects its node by. */
+export function operandLabelsOf(pod: ObservedPod, rollout: ObservedRollout): string[] {
+  return pod.nodeSelectorKeys.filter((k) => rollout.removal.clients.operandLabels.includes(k));
 }
 
 /**
  * Why removing this pod (eviction or deletion) breaks a promise, or undefined when the policy
- * may remove it: DaemonSet pods other than the driver's own, mirror pods and drain-skip pods are
- * never removed; `drainSelector` (the policy's drain.podSelector as a set of label pairs, when
- * the test uses one) limits the rest.
+ * may remove it. Mirror pods are never removed. A DaemonSet pod may go only when it is the
+ * driver's own, a device client (clients step), or an operand whose node label is paused (the
+ * DaemonSet controller then removes it; `nodeLabels` must show the pause). Any other pod only as
+ * a device pod while pod deletion is on, or as a pod drain.podSelector selects, not labelled
+ * drain-skip, while drain is on.
  */
-export function protectedPodRemoval(pod: ObservedPod, rollout: ObservedRollout, options: { readonly driverDaemonSets: readonly string[]; readonly drainSelector?: LabelSelectorObject }): string | undefined {
+export function protectedPodRemoval(pod: ObservedPod, rollout: ObservedRollout, options: PodRemovalOptions): string | undefined {
   const id = `${pod.namespace}/${pod.name}`;
+  const rules = rollout.removal;
   if (pod.annotations['kubernetes.io/config.mirror'] !== undefined) return `mirror pod ${id} removed`;
-  if (pod.owner?.kind === 'DaemonSet' && !options.driverDaemonSets.includes(pod.owner.name)) return `DaemonSet pod ${id} removed`;
+  if (pod.owner?.kind === 'DaemonSet') {
+    if (options.driverDaemonSets.includes(pod.owner.name)) return undefined;
+    if (isDevicePod(pod, rollout) || (rules.clients.podSelector !== null && selects(rules.clients.podSelector, pod.labels))) return undefined;
+    const operands = operandLabelsOf(pod, rollout);
+    if (operands.some((k) => options.nodeLabels?.[k] === OPERAND_PAUSED)) return undefined;
+    if (operands.length > 0) return `operand pod ${id} removed while its node's ${operands.join(', ')} ${operands.length > 1 ? 'are' : 'is'} not ${OPERAND_PAUSED}`;
+    return `DaemonSet pod ${id} removed`;
+  }
+  if (rules.podDeletion.enable && isDevicePod(pod, rollout)) return undefined;
   const skipKey = `${domainOf(rollout)}/${rollout.driverName}-driver-upgrade-drain.skip`;
   if (pod.labels[skipKey] === 'true') return `drain-skip pod ${id} removed`;
-  if (options.drainSelector !== undefined && pod.owner?.kind !== 'DaemonSet' && !selects(options.drainSelector, pod.labels)) return `pod ${id} outside the drain selector removed`;
+  if (!rules.drain.enable) return `pod ${id} removed: not a device pod, and drain is off`;
+  if (!selects(rules.drain.podSelector, pod.labels)) return `pod ${id} outside the drain selector removed`;
   return undefined;
 }
 
 /**
+ * A node the rollout cannot start, by its own limits, for as long as nothing else changes: it
+ * has not started and says why (the reason annotation), and its pool's maxUnavailable is used up
+ * by nodes that stay out of service on their own (upgrade-failed, which keeps its cordon;
+ * cordoned by an admin; NotReady). A legitimate end of a rollout, not a silent wait.
+ */
+export function blockedByLimit(node: ObservedNode, nodes: readonly ObservedNode[], rollout: ObservedRollout, cordonedByAdmin: ReadonlySet<string>): boolean {
+  const key = rollout.stateKey;
+  const reasonKey = `${domainOf(rollout)}/${rollout.driverName}-driver-upgrade.reason`;
+  const pool = poolOf(node, rollout);
+  if (pool === null || !hasNotStarted(stateOf(node, key)) || stateOf(node, key) === 'upgrade-done' || (node.annotations[reasonKey] ?? '') === '') return false;
+  const members = nodes.filter((n) => poolOf(n, rollout) === pool);
+  const stuck = members.filter((n) => stateOf(n, key) === 'upgrade-failed' || cordonedByAdmin.has(n.name) || !n.ready).length;
+  return stuck >= allowedUnavailable(poolByName(rollout, pool).maxUnavailable, members.length);
+}
+
+/**
  * The end of a rollout: every node upgrade-done or upgrade-failed, a failed one with its reason,
- * and no node the rollout cordoned left cordoned at upgrade-done.
+ * or blocked by its pool's limit (blockedByLimit), and no node the rollout cordoned left
+ * cordoned at upgrade-done.
  */
 export function settledViolations(nodes: readonly ObservedNode[], rollout: ObservedRollout, cordonedByAdmin: ReadonlySet<string>): string[] {
   const key = rollout.stateKey;
@@ -271,7 +394,7 @@ export function settledViolations(nodes: readonly ObservedNode[], rollout: Obser
       if (n.unschedulable && !cordonedByAdmin.has(n.name)) violations.push(`${n.name}: upgrade-done but left cordoned`);
     } else if (state === 'upgrade-failed') {
       if ((n.annotations[reasonKey] ?? '') === '') violations.push(`${n.name}: upgrade-failed without a reason`);
-    } else {
+    } else if (!blockedByLimit(n, nodes, rollout, cordonedByAdmin)) {
       violations.push(`${n.name}: ended in ${state}${n.annotations[reasonKey] === undefined ? ' (silently: no reason)' : `: ${n.annotations[reasonKey]}`}`);
     }
   }

@@ -2,13 +2,17 @@ import { describe, expect, it } from 'vitest';
 import {
   adminCordoned,
   allowedUnavailable,
+  blockedByLimit,
   limitViolations,
+  operandLabelsOf,
   poolOf,
   protectedPodRemoval,
   readRollout,
+  readSelectorString,
   selects,
   settledViolations,
   type ObservedNode,
+  type ObservedPod,
 } from '../../observer/rollout-promises.ts';
 
 const KEY = 'nvidia.com/gpu-driver-upgrade-state';
@@ -86,14 +90,88 @@ describe('cordons, pods and the end state', () => {
     expect([...adminCordoned(nodes, rollout)].sort()).toEqual(['admin', 'marked']);
   });
 
+  const pod = (extra: Partial<ObservedPod> = {}): ObservedPod => ({
+    namespace: 'w', name: 'p', labels: {}, annotations: {}, owner: null, nodeName: 'n', resourceNames: [], nodeSelectorKeys: [], ...extra,
+  });
+  const daemonSet = (name: string) => ({ owner: { kind: 'DaemonSet', name } });
+  const opts = { driverDaemonSets: ['driver'] };
+
   it('names pods the policy never removes', () => {
-    const base = { namespace: 'w', name: 'p', labels: {}, annotations: {}, owner: null, nodeName: 'n' };
-    const opts = { driverDaemonSets: ['driver'] };
-    expect(protectedPodRemoval({ ...base, owner: { kind: 'DaemonSet', name: 'driver' } }, rollout, opts)).toBeUndefined();
-    expect(protectedPodRemoval({ ...base, owner: { kind: 'DaemonSet', name: 'monitor' } }, rollout, opts)).toMatch(/DaemonSet pod/);
-    expect(protectedPodRemoval({ ...base, annotations: { 'kubernetes.io/config.mirror': 'x' } }, rollout, opts)).toMatch(/mirror/);
-    expect(protectedPodRemoval({ ...base, labels: { 'nvidia.com/gpu-driver-upgrade-drain.skip': 'true' } }, rollout, opts)).toMatch(/drain-skip/);
-    expect(protectedPodRemoval(base, rollout, { ...opts, drainSelector: { matchLabels: { app: 'train' } } })).toMatch(/outside the drain selector/);
+    const draining = readRollout({ driverName: 'gpu', upgradePolicy: { drain: { enable: true, podSelector: 'app=train' } } });
+    expect(protectedPodRemoval(pod(daemonSet('driver')), rollout, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod(daemonSet('monitor')), rollout, opts)).toMatch(/DaemonSet pod w\/p removed/);
+    expect(protectedPodRemoval(pod({ annotations: { 'kubernetes.io/config.mirror': 'x' } }), draining, opts)).toMatch(/mirror/);
+    expect(protectedPodRemoval(pod({ labels: { app: 'train', 'nvidia.com/gpu-driver-upgrade-drain.skip': 'true' } }), draining, opts)).toMatch(/drain-skip/);
+    expect(protectedPodRemoval(pod({ labels: { app: 'other' } }), draining, opts)).toMatch(/outside the drain selector/);
+    expect(protectedPodRemoval(pod({ labels: { app: 'train' } }), draining, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ labels: { app: 'train' } }), rollout, opts)).toMatch(/not a device pod, and drain is off/);
+  });
+
+  it('reads the drain selector from the spec: "" drains every pod', () => {
+    const all = readRollout({ driverName: 'gpu', upgradePolicy: { drain: { enable: true } } });
+    expect(protectedPodRemoval(pod({ labels: { anything: 'x' } }), all, opts)).toBeUndefined();
+  });
+
+  it('lets pod deletion remove device pods (resource prefixes or podDeletion.podSelector), drain-skip or not, unless it is off', () => {
+    const gpuPod = pod({ resourceNames: ['cpu', 'nvidia.com/gpu'], labels: { 'nvidia.com/gpu-driver-upgrade-drain.skip': 'true' } });
+    expect(protectedPodRemoval(gpuPod, rollout, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/mig-1g.10gb'] }), rollout, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ resourceNames: ['example.com/fpga'] }), rollout, opts)).toMatch(/not a device pod/);
+    const rdma = readRollout({ driverName: 'ofed', upgradePolicy: { podDeletion: { resourcePrefixes: ['rdma/'], podSelector: 'uses in (rdma, roce)' } } });
+    expect(protectedPodRemoval(pod({ resourceNames: ['rdma/hca'] }), rdma, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ labels: { uses: 'roce' } }), rdma, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), rdma, opts)).toMatch(/not a device pod/);
+    const off = readRollout({ driverName: 'gpu', upgradePolicy: { podDeletion: { enable: false } } });
+    expect(protectedPodRemoval(gpuPod, off, opts)).toMatch(/drain-skip/);
+  });
+
+  it('lets the clients step delete DaemonSet pods that use the device or match clients.podSelector, and no other', () => {
+    expect(protectedPodRemoval(pod({ ...daemonSet('cuda-monitor'), resourceNames: ['nvidia.com/gpu'] }), rollout, opts)).toBeUndefined();
+    const selecting = readRollout({ driverName: 'gpu', upgradePolicy: { clients: { podSelector: 'app=nccl-test' } } });
+    expect(protectedPodRemoval(pod({ ...daemonSet('nccl'), labels: { app: 'nccl-test' } }), selecting, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ ...daemonSet('logs'), labels: { app: 'fluentd' } }), selecting, opts)).toMatch(/DaemonSet pod/);
+  });
+
+  it('lets an operand pod go only while its node label is paused (defaults for driver gpu; none for other drivers unless named)', () => {
+    const plugin = pod({ ...daemonSet('device-plugin'), nodeSelectorKeys: ['nvidia.com/gpu.deploy.device-plugin'] });
+    const paused = { ...opts, nodeLabels: { 'nvidia.com/gpu.deploy.device-plugin': 'paused-for-driver-upgrade' } };
+    expect(protectedPodRemoval(plugin, rollout, paused)).toBeUndefined();
+    expect(protectedPodRemoval(plugin, rollout, { ...opts, nodeLabels: { 'nvidia.com/gpu.deploy.device-plugin': 'true' } })).toMatch(/operand pod w\/p removed while its node's nvidia.com\/gpu.deploy.device-plugin is not paused/);
+    expect(operandLabelsOf(plugin, rollout)).toEqual(['nvidia.com/gpu.deploy.device-plugin']);
+    const ofed = readRollout({ driverName: 'ofed' });
+    expect(protectedPodRemoval(plugin, ofed, paused)).toMatch(/DaemonSet pod/);
+    const named = readRollout({ driverName: 'ofed', upgradePolicy: { clients: { operandLabels: ['example.com/rdma-plugin'] } } });
+    const rdmaPlugin = pod({ ...daemonSet('rdma'), nodeSelectorKeys: ['example.com/rdma-plugin'] });
+    expect(protectedPodRemoval(rdmaPlugin, named, { ...opts, nodeLabels: { 'example.com/rdma-plugin': 'paused-for-driver-upgrade' } })).toBeUndefined();
+  });
+
+  it.each([
+    ['', { matchExpressions: [] }],
+    ['a=b', { matchExpressions: [{ key: 'a', operator: 'In', values: ['b'] }] }],
+    ['a==b,c!=d', { matchExpressions: [{ key: 'a', operator: 'In', values: ['b'] }, { key: 'c', operator: 'NotIn', values: ['d'] }] }],
+    ['e in (x, y),f notin (z)', { matchExpressions: [{ key: 'e', operator: 'In', values: ['x', 'y'] }, { key: 'f', operator: 'NotIn', values: ['z'] }] }],
+    ['g,!h', { matchExpressions: [{ key: 'g', operator: 'Exists' }, { key: 'h', operator: 'DoesNotExist' }] }],
+  ])('reads the string selector %j', (text, expected) => {
+    expect(readSelectorString(text)).toEqual(expected);
+  });
+
+  it('accepts as an end a node waiting, with its reason, for a slot its pool’s failed or admin-cordoned nodes hold for good', () => {
+    const reason = { 'nvidia.com/gpu-driver-upgrade.reason': 'waiting for a slot in pool a' };
+    const a = { labels: { pool: 'a' } };
+    const failedHolds = [
+      node('f', 'upgrade-failed', { ...a, unschedulable: true, annotations: { 'nvidia.com/gpu-driver-upgrade.reason': 'drain timed out' } }),
+      node('w', 'upgrade-required', { ...a, annotations: reason }),
+    ];
+    expect(blockedByLimit(failedHolds[1] as ObservedNode, failedHolds, rollout, new Set())).toBe(true);
+    expect(settledViolations(failedHolds, rollout, new Set())).toEqual([]);
+    // Pool a of 2 nodes: 34% allows 1.
+    const adminHolds = [node('c', 'upgrade-done', { ...a, unschedulable: true }), node('w', 'upgrade-required', { ...a, annotations: reason })];
+    expect(settledViolations(adminHolds, rollout, new Set(['c']))).toEqual([]);
+    // A slot free (34% of 5 = 2, one failed node), or no reason given: not an end.
+    const free = [...failedHolds, node('e', 'upgrade-done', a), node('g', 'upgrade-done', a), node('h', 'upgrade-done', a)];
+    expect(settledViolations(free, rollout, new Set())).toEqual(['w: ended in upgrade-required: waiting for a slot in pool a']);
+    const silent = [failedHolds[0] as ObservedNode, node('w', 'upgrade-required', a)];
+    expect(settledViolations(silent, rollout, new Set())).toEqual(['w: ended in upgrade-required (silently: no reason)']);
   });
 
   it('ends every node done or failed with a reason, none cordoned by the rollout at done', () => {
