@@ -5,6 +5,7 @@
  *   npm run chaos                                   # 21 iterations (3 of each scenario), seed from the clock
  *   npm run chaos -- --iterations 50 --seed 1234    # replays seeds 1234 … 1283
  *   npm run chaos -- --scenario kill-coordinator --seed 1240 --iterations 1
+ *   npm run chaos -- --scenario kill-coordinator --iterations 6 --kills 10   # 60 coordinator SIGKILLs
  *
  * Prints each run's seed first, so a failure replays; exits 1 on any broken promise.
  */
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     scenario: { type: 'string', multiple: true },
     nodes: { type: 'string', default: '6' },
+    kills: { type: 'string', default: '10' },
   },
 });
 
@@ -29,10 +31,11 @@ async function main(): Promise<number> {
   const iterations = Number(values.iterations);
   const base = Number(values.seed);
   const nodes = Number(values.nodes);
+  const maxKills = Number(values.kills);
   const chosen = (values.scenario ?? [...SCENARIOS]) as Scenario[];
   for (const s of chosen) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
-  if (!Number.isInteger(iterations) || iterations < 1 || !Number.isInteger(base) || !Number.isInteger(nodes) || nodes < 3) {
-    throw new Error('--iterations and --seed must be integers (iterations ≥ 1), --nodes at least 3');
+  if (!Number.isInteger(iterations) || iterations < 1 || !Number.isInteger(base) || !Number.isInteger(nodes) || nodes < 3 || !Number.isInteger(maxKills) || maxKills < 1) {
+    throw new Error('--iterations and --seed must be integers (iterations ≥ 1), --nodes at least 3, --kills (per kill scenario run) at least 1');
   }
   say(`${iterations} iterations, seeds ${base}…${base + iterations - 1}, scenarios ${chosen.join(', ')}`);
   const plane = await startControlPlane({ profile: 'full' });
@@ -42,9 +45,10 @@ async function main(): Promise<number> {
       const scenario = chosen[i % chosen.length] as Scenario;
       const seed = base + i;
       say(`run ${i + 1}/${iterations}: ${scenario} --seed ${seed}`);
-      const result = await runScenario(plane, scenario, seed, { log: say, nodes });
+      const result = await runScenario(plane, scenario, seed, { log: say, nodes, maxKills });
       results.push(result);
       say(`  ${result.seconds.toFixed(0)} s, ${result.faults.length} faults, ${result.checks} changes checked, ${result.violations.length} violations`);
+      say(`  faults: ${result.faults.join('; ')}`);
       for (const v of result.violations) say(`  VIOLATION ${v}  (replay: npm run chaos -- --scenario ${scenario} --seed ${seed} --iterations 1)`);
     }
   } finally {

@@ -9,8 +9,8 @@ export interface CoordinatorProcess {
   readonly exited: Promise<number | null>;
   /** Sends `signal` unless it has exited already; resolves with the exit code (null: a signal ended it). */
   kill(signal: NodeJS.Signals): Promise<number | null>;
-  /** Resolves once a log line's `msg` equals `message` (e.g. 'coordinator started'); fails if it exits first. */
-  logged(message: string): Promise<void>;
+  /** Resolves once a log line's `msg` equals `message` (e.g. 'coordinator started'); fails if it exits first or after `timeoutMs` (60 s). */
+  logged(message: string, timeoutMs?: number): Promise<void>;
   /** False once the process has exited. */
   isRunning(): boolean;
 }
@@ -47,8 +47,8 @@ export function spawnCoordinator(kubeconfigPath: string, namespace: string, iden
     pid: coordinator.pid,
     exited,
     isRunning: () => running,
-    async logged(message) {
-      await coordinator.logLine((line) => line.msg === message);
+    async logged(message, timeoutMs) {
+      await coordinator.logLine((line) => line.msg === message, timeoutMs);
     },
     async kill(signal) {
       coordinator.signal(signal);
