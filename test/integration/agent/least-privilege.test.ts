@@ -5,6 +5,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLoadedDriver } from '../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../shared/keys.ts';
+import { apiErrorMessage, apiStatusCode } from '../../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
@@ -26,17 +27,22 @@ const admin = sharedCluster().kubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
 const id = uniqueTestId('agent-lp');
 const nodeName = `${id}-n`;
+const otherNode = `${id}-other`;
 const keys = driverKeys('ofed', 'nvidia.com');
 const pod = 'ofed-driver-lp';
 let ns: TestNamespace;
 let security: DriverSecurity;
 let scratch: string;
 let kubeconfigPath: string;
+let driverKc: KubeConfig;
 
 beforeAll(async () => {
   ns = await createTestNamespace(admin, 'agent-lp');
   security = await applyDriverSecurity(admin, ns.name, id);
-  await createFakeNodes(admin, [{ name: nodeName, labels: { [TEST_NODE_LABEL]: id } }]);
+  await createFakeNodes(admin, [
+    { name: nodeName, labels: { [TEST_NODE_LABEL]: id } },
+    { name: otherNode, labels: { [TEST_NODE_LABEL]: id } },
+  ]);
   const created = await core.createNamespacedPod({
     namespace: ns.name,
     body: {
@@ -58,18 +64,16 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'agent-lp-'));
   kubeconfigPath = join(scratch, 'driver.kubeconfig');
   await writeFile(kubeconfigPath, tokenKubeConfig(admin, request.status?.token ?? ''));
-  const driverCore = (() => {
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfigPath);
-    return kc.makeApiClient(CoreV1Api);
-  })();
+  driverKc = new KubeConfig();
+  driverKc.loadFromFile(kubeconfigPath);
+  const driverCore = driverKc.makeApiClient(CoreV1Api);
   await waitForDriverPolicy('the driver admission policy to be enforced', () =>
     driverCore.patchNode({ name: nodeName, dryRun: 'All', body: { spec: { unschedulable: true } } }, MERGE_PATCH));
 }, 180_000);
 
 afterAll(async () => {
   await ns.delete();
-  await deleteFakeNodes(admin, [nodeName]);
+  await deleteFakeNodes(admin, [nodeName, otherNode]);
   await security.delete();
   await rm(scratch, { recursive: true, force: true });
 });
@@ -108,10 +112,6 @@ describe('the agent with the driver service account (token bound to its pod)', (
       // Written in the same patch as the labels: what is loaded, and by which pod (the coordinator's restart-only path).
       const annotations = (await core.readNode({ name: nodeName })).metadata?.annotations ?? {};
       expect(parseLoadedDriver(annotations[keys.driverLoaded])).toMatchObject({ pod: `${ns.name}/${pod}`, version: '24.10-1.1.4.0' });
-      await new Promise((r) => setTimeout(r, 1_000));
-      // API writes that failed are logged as "cannot ..." with the server's status and message.
-      const refused = agent.lines.filter((l) => (l.level === 'warn' || l.level === 'error') && l.msg.startsWith('cannot '));
-      expect(refused.map((l) => `${l.msg}: ${JSON.stringify(l.why ?? l.err)}`)).toEqual([]);
       const events = await waitUntil('the DriverLoaded Event on the node', async () => {
         const list = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${nodeName}` });
         const found = list.items.filter((e) => e.reason === 'DriverLoaded');
@@ -120,9 +120,45 @@ describe('the agent with the driver service account (token bound to its pod)', (
       expect(events[0]?.source?.component).toBe('driver-rollout-agent');
       agent.signal('SIGTERM');
       expect(await agent.exited).toBe(0);
+      // Its whole log, read once it has exited: API writes that failed are logged as "cannot ..."
+      // with the server's status and message.
+      const refused = agent.lines.filter((l) => (l.level === 'warn' || l.level === 'error') && l.msg.startsWith('cannot '));
+      expect(refused.map((l) => `${l.msg}: ${JSON.stringify(l.why ?? l.err)}`)).toEqual([]);
     } finally {
       if (!agent.hasExited()) agent.signal('SIGKILL');
       await agent.exited;
     }
+  });
+
+  it('is denied what it does not need: secrets, another node, evictions, pods of others', async () => {
+    const driverCore = driverKc.makeApiClient(CoreV1Api);
+    const workload = await core.createNamespacedPod({
+      namespace: ns.name,
+      body: { metadata: { name: 'workload' }, spec: { nodeName, containers: [{ name: 'w', image: 'work:v1' }] } },
+    });
+    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'a-secret' }, stringData: { k: 'v' } } });
+    const refused = async (call: () => Promise<unknown>): Promise<{ status: number | undefined; message: string }> =>
+      call().then(() => ({ status: 200, message: '' }), (e: unknown) => ({ status: apiStatusCode(e), message: apiErrorMessage(e) }));
+    const denials = {
+      'list secrets in all namespaces': await refused(() => driverCore.listSecretForAllNamespaces()),
+      'list secrets in its namespace': await refused(() => driverCore.listNamespacedSecret({ namespace: ns.name })),
+      'read a secret in its namespace': await refused(() => driverCore.readNamespacedSecret({ name: 'a-secret', namespace: ns.name })),
+      'label another node with its own labels': await refused(() =>
+        driverCore.patchNode({ name: otherNode, body: { metadata: { labels: { [keys.driverReady]: 'true' } } } }, MERGE_PATCH)),
+      'cordon another node': await refused(() => driverCore.patchNode({ name: otherNode, body: { spec: { unschedulable: true } } }, MERGE_PATCH)),
+      'evict a pod on its own node': await refused(() =>
+        driverCore.createNamespacedPodEviction({ name: 'workload', namespace: ns.name, body: { metadata: { name: 'workload', namespace: ns.name } } })),
+      'delete a pod on its own node': await refused(() => driverCore.deleteNamespacedPod({ name: 'workload', namespace: ns.name })),
+    };
+    for (const [what, result] of Object.entries(denials)) expect({ what, status: result.status }).toEqual({ what, status: 403 });
+    expect(denials['label another node with its own labels'].message).toMatch(/may change only the node its pod runs on/);
+    expect(denials['evict a pod on its own node'].message).toMatch(/cannot create resource "pods\/eviction"/);
+    // Nothing changed on the other node or the workload.
+    const other = await core.readNode({ name: otherNode });
+    expect(other.metadata?.labels?.[keys.driverReady]).toBeUndefined();
+    expect(other.spec?.unschedulable).not.toBe(true);
+    const still = await core.readNamespacedPod({ name: 'workload', namespace: ns.name });
+    expect(still.metadata?.uid).toBe(workload.metadata?.uid);
+    expect(still.metadata?.deletionTimestamp).toBeUndefined();
   });
 });

@@ -101,6 +101,9 @@ describe('the coordinator with only the permissions of manifests/coordinator.yam
     const denied = async (call: () => Promise<unknown>): Promise<number | undefined> => call().then(() => undefined, (e: unknown) => apiStatusCode(e));
     expect(await denied(() => core.deleteNode({ name: world.nodeNames[0] ?? '' }))).toBe(403);
     expect(await denied(() => core.listSecretForAllNamespaces())).toBe(403);
+    await world.core.createNamespacedSecret({ namespace: world.ns.name, body: { metadata: { name: 'a-secret' }, stringData: { k: 'v' } } });
+    expect(await denied(() => core.listNamespacedSecret({ namespace: world.ns.name }))).toBe(403);
+    expect(await denied(() => core.readNamespacedSecret({ name: 'a-secret', namespace: world.ns.name }))).toBe(403);
     expect(await denied(() => core.createNamespacedPod({ namespace: world.ns.name, body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'x', image: 'x' }] } } }))).toBe(403);
   });
 });
