@@ -26,6 +26,11 @@ async function newWorld(prefix: string, nodes: Parameters<RolloutWorld['setUp']>
 
 /** Bounds on waits only catch a hang: a loaded machine may take minutes. */
 const HANG_MS = 150_000;
+/**
+ * A test's own bound: above the sum of its waits (up to three HANG_MS waits and a few 60 s
+ * start-up waits), so a hang fails in the wait that names it, not in the 180 s testTimeout.
+ */
+const TEST_MS = 5 * HANG_MS;
 
 /** Fails at the first event in `forMs` where `unwanted` names a problem with this test's node `name`. */
 const expectNodeUnchanged = (name: string, forMs: number, unwanted: (n: V1Node) => string | undefined): Promise<void> =>
@@ -43,7 +48,7 @@ const current = async (name: string): Promise<boolean> => {
   return pod?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pod);
 };
 
-describe('state transitions with real objects', () => {
+describe('state transitions with real objects', { timeout: TEST_MS }, () => {
   it('deletes device pods (pod-deletion-required) and, that being enough, skips the drain', async () => {
     const [n] = await newWorld('devpod', [{}]);
     const name = n ?? '';

@@ -1,5 +1,6 @@
 import { AppsV1Api, CoreV1Api, type V1ControllerRevision, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectNoChange } from '../../bed/expect-no-change.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
@@ -81,8 +82,14 @@ describe('the real DaemonSet controller with KWOK nodes', () => {
     });
     expect(after.metadata?.labels?.['controller-revision-hash']).not.toBe(before.metadata?.labels?.['controller-revision-hash']);
 
-    // Give the controller time to (wrongly) replace pods, then check it did not.
-    await new Promise((r) => setTimeout(r, 2_000));
+    // The controller must not (wrongly) replace pods: no pod deleted or created for 2 s.
+    await expectNoChange<V1Pod>(kc, {
+      path: `/api/v1/namespaces/${ns.name}/pods`,
+      query: { labelSelector: 'app=driver' },
+      list: () => core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=driver' }),
+      forMs: 2_000,
+      unwanted: (type, pod) => (type !== 'MODIFIED' ? `pod ${type}` : pod.metadata?.deletionTimestamp != null ? 'pod deleted' : undefined),
+    });
     const podsAfter = await listPods();
     expect(podsAfter.map((p) => p.metadata?.uid).sort()).toEqual(podsBefore.map((p) => p.metadata?.uid).sort());
     for (const pod of podsAfter) {

@@ -1,6 +1,7 @@
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STRATEGIC_MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
+import { expectNoChange } from '../../bed/expect-no-change.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
@@ -64,8 +65,14 @@ describe('pods on KWOK nodes, like a kubelet', () => {
       const pod = await core.readNamespacedPod({ name: 'gated', namespace: ns.name });
       return pod.status?.phase === 'Running' ? pod : undefined;
     });
-    await new Promise((r) => setTimeout(r, 1_000));
     expect(condition(await core.readNamespacedPod({ name: 'gated', namespace: ns.name }), 'Ready')).toBe('False');
+    await expectNoChange<V1Pod>(kc, {
+      path: `/api/v1/namespaces/${ns.name}/pods`,
+      query: { fieldSelector: 'metadata.name=gated' },
+      list: () => core.listNamespacedPod({ namespace: ns.name, fieldSelector: 'metadata.name=gated' }),
+      forMs: 1_000,
+      unwanted: (_type, pod) => (condition(pod, 'Ready') === 'True' ? 'Ready while its gate is not True' : undefined),
+    });
 
     await setGate('gated', 'True');
     const ready = await waitForReady('gated', 'True');
