@@ -17,8 +17,8 @@
  *   node) count against the limit but may exceed it: the rollout only must never take a node
  *   that was in service out of service while that leaves its pool above the limit;
  * - pods the policy names for removal (see protectedPodRemoval): device pods (a container
- *   requesting or limiting a resource named with one of podDeletion.resourcePrefixes, default
- *   `nvidia.com/gpu` and `nvidia.com/mig-`, or matching podDeletion.podSelector) while pod deletion
+ *   requesting or limiting a resource named with one of podDeletion.resourcePrefixes, by default
+ *   the GPU's or the NIC's by the driver's name, or matching podDeletion.podSelector) while pod deletion
  *   is on; pods matching drain.podSelector ("" = all) and not labelled drain-skip while drain is
  *   on; of DaemonSet pods only the driver's own, device clients (a device pod, or matching
  *   clients.podSelector) and operands (pods selecting the node by one of clients.operandLabels,
@@ -126,6 +126,16 @@ const strings = (value: unknown): string[] | undefined => (Array.isArray(value) 
 /** An optional pod selector: absent or "" selects no pod. */
 const optionalSelector = (value: unknown): LabelSelectorObject | null => (typeof value === 'string' && value.trim() !== '' ? readSelectorString(value) : null);
 
+const GPU_RESOURCES = ['nvidia.com/gpu', 'nvidia.com/mig-'];
+const NIC_RESOURCES = ['rdma/', 'nvidia.com/hostdev', 'nvidia.com/rdma', 'openshift.io/'];
+
+/** As coordinator/README documents: GPU resources for gpu/nvidia, NIC resources for ofed/mofed/doca/nic/mlx5, both otherwise. */
+function defaultDevicePrefixes(driverName: string): string[] {
+  if (['gpu', 'nvidia'].includes(driverName)) return GPU_RESOURCES;
+  if (['ofed', 'mofed', 'doca', 'nic', 'mlx5'].includes(driverName)) return NIC_RESOURCES;
+  return [...GPU_RESOURCES, ...NIC_RESOURCES];
+}
+
 /** Documented defaults: pod deletion on, drain off, operands only for driver `gpu`. */
 function readRemovalRules(driverName: string, policy: Record<string, unknown>): ObservedRemovalRules {
   const deletion = record(policy.podDeletion);
@@ -134,7 +144,7 @@ function readRemovalRules(driverName: string, policy: Record<string, unknown>): 
   return {
     podDeletion: {
       enable: deletion.enable !== false,
-      resourcePrefixes: strings(deletion.resourcePrefixes) ?? ['nvidia.com/gpu', 'nvidia.com/mig-'],
+      resourcePrefixes: strings(deletion.resourcePrefixes) ?? defaultDevicePrefixes(driverName),
       podSelector: optionalSelector(deletion.podSelector),
     },
     drain: { enable: drain.enable === true, podSelector: readSelectorString(typeof drain.podSelector === 'string' ? drain.podSelector : '') },

@@ -121,6 +121,12 @@ describe('cordons, pods and the end state', () => {
     expect(protectedPodRemoval(pod({ resourceNames: ['rdma/hca'] }), rdma, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ labels: { uses: 'roce' } }), rdma, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), rdma, opts)).toMatch(/not a device pod/);
+    const ofed = readRollout({ driverName: 'ofed' });
+    expect(protectedPodRemoval(pod({ resourceNames: ['rdma/rdma_shared_device_a'] }), ofed, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), ofed, opts)).toMatch(/not a device pod/);
+    const other = readRollout({ driverName: 'tabc' });
+    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), other, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ resourceNames: ['openshift.io/sriov'] }), other, opts)).toBeUndefined();
     const off = readRollout({ driverName: 'gpu', upgradePolicy: { podDeletion: { enable: false } } });
     expect(protectedPodRemoval(gpuPod, off, opts)).toMatch(/drain-skip/);
   });
