@@ -7,8 +7,14 @@ export interface NoChangeOptions<T extends KubernetesObject> {
   readonly query?: Record<string, string>;
   /** The same list through a typed client (e.g. `() => core.listNode({ labelSelector })`): the watch starts at its resourceVersion. */
   readonly list: () => Promise<{ metadata?: { resourceVersion?: string } }>;
-  /** How long nothing unwanted must happen. */
+  /** How long nothing unwanted must happen (at most, with `until`). */
   readonly forMs: number;
+  /**
+   * The change to watch, started once the watch's starting point is fixed (after the list, so
+   * nothing it causes is missed); the window ends when it settles, and `forMs` only bounds a
+   * hang. A rejection of it rejects, after the window's own verdict.
+   */
+  readonly until?: () => Promise<unknown>;
   /** Describes why this event is unwanted, or undefined when it is fine. */
   readonly unwanted: (type: string, object: T) => string | undefined;
 }
@@ -30,7 +36,11 @@ export async function expectNoChange<T extends KubernetesObject>(kc: KubeConfig,
       else reject(error);
     };
   });
-  const request = await new Watch(kc).watch(
+  const watch = new Watch(kc);
+  // client-node ends a watch that has seen no byte for 30 s (its private requestTimeoutMs), but a
+  // quiet watch is what this waits for: only the window ends it.
+  Object.assign(watch, { requestTimeoutMs: options.forMs + 10_000 });
+  const request = await watch.watch(
     options.path,
     { ...options.query, resourceVersion: listed, allowWatchBookmarks: 'false' },
     (type: string, object: T) => {
@@ -48,10 +58,13 @@ export async function expectNoChange<T extends KubernetesObject>(kc: KubeConfig,
   const timer = setTimeout(() => {
     finish();
   }, options.forMs);
+  const change = options.until?.();
+  change?.then(() => { finish(); }, () => { finish(); });
   try {
     await done;
   } finally {
     clearTimeout(timer);
     request.abort();
   }
+  await change;
 }
