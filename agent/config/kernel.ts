@@ -74,6 +74,8 @@ export interface SimulatedKernelSettings {
   readonly loadMs: number;
   /** Modules whose init fails, with the errno text modprobe prints (`drsample_core:No such device`). */
   readonly initFailures: Readonly<Record<string, string>>;
+  /** The node's /dev for the simulated kernel's device files: processes holding one open pin its module. */
+  readonly deviceDir: string | undefined;
 }
 
 const moduleName = /^[A-Za-z0-9_-]+$/;
@@ -103,6 +105,7 @@ export const kernelFlags = {
   'simulated-kernel-release': optional,
   'simulated-load-seconds': z.coerce.number().min(0).default(0),
   'simulated-init-failure': optional,
+  'simulated-device-dir': optional,
 };
 
 export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): KernelConfig {
@@ -133,6 +136,7 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
       kernelRelease: c['simulated-kernel-release'],
       loadMs: c['simulated-load-seconds'] * 1000,
       initFailures: initFailures(c['simulated-init-failure'], problems),
+      deviceDir: c['simulated-device-dir'],
     },
   };
 }

@@ -12,7 +12,14 @@ export const createSimulatedKernel: SimulatedKernelFactory = async (config, host
   const runningKernelVersion =
     config.simulated.kernelRelease ?? config.kernelVersion ?? (await hostInfo.readHostInfo()).kernelRelease;
   const stateFile = join(config.sysfsRoot, '.simulated-kernel.json');
-  const kernel = new SimulatedKernel({ sysModuleDir, runningKernelVersion, loadDurationMs: () => config.simulated.loadMs, stateFile });
+  const deviceDir = config.simulated.deviceDir;
+  const kernel = new SimulatedKernel({
+    sysModuleDir,
+    runningKernelVersion,
+    loadDurationMs: () => config.simulated.loadMs,
+    stateFile,
+    ...(deviceDir === undefined ? {} : { deviceDir, procDir: config.procDir }),
+  });
   for (const [module, errnoText] of Object.entries(config.simulated.initFailures)) kernel.failInit(module, errnoText);
   log.warn({ runningKernelVersion, sysModuleDir }, 'using the SIMULATED kernel: no real module is loaded');
   return kernel;

@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:f
 import { join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { readLoadedModule, sysfsModuleName, type LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import { findDeviceUsers } from '../../agent/kernel/find-device-users.ts';
 import { KernelCommandError, ModuleBusyError } from '../../agent/kernel/kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import { installDir } from '../../agent/kernel/real-kernel.ts';
@@ -23,6 +24,14 @@ export interface SimulatedKernelOptions {
    * Open device references belong to the process that holds them and are not kept.
    */
   readonly stateFile?: string;
+  /**
+   * The node's /dev: a loaded module gets a device file `<deviceDir>/<module>` (removed on
+   * unload, as devtmpfs does), and any process holding it open, in any pod, counts in the
+   * module's refcnt, found in `procDir` (default /proc) as the kernel's file references are. Lets
+   * another process (a simulated device plugin) hold the driver across agents.
+   */
+  readonly deviceDir?: string;
+  readonly procDir?: string;
 }
 
 interface PersistedState {
@@ -42,8 +51,10 @@ interface LiveModule {
   readonly parameters: Readonly<Record<string, string>>;
   /** Modules that use this one's symbols. */
   readonly holders: Set<string>;
-  /** References from outside the module graph (open device files). */
+  /** References from outside the module graph (open device files) taken through openDevice. */
   userReferences: number;
+  /** Processes holding the module's file in `deviceDir` open, as last counted. */
+  processReferences: number;
 }
 
 /**
@@ -67,6 +78,7 @@ export class SimulatedKernel implements KernelPort {
 
   async readModule(name: string): Promise<LoadedModule | undefined> {
     await this.#restore();
+    await this.#countProcessReferences(sysfsModuleName(name));
     return readLoadedModule(this.#options.sysModuleDir, name);
   }
 
@@ -133,12 +145,14 @@ export class SimulatedKernel implements KernelPort {
     if (live === undefined) {
       throw new KernelCommandError({ command, exitCode: 1, stderr: `rmmod: ERROR: Module ${name} is not currently loaded` });
     }
-    if (live.holders.size > 0 || live.userReferences > 0) {
+    await this.#countProcessReferences(name);
+    if (live.holders.size > 0 || live.userReferences > 0 || live.processReferences > 0) {
       const by = live.holders.size > 0 ? ` by: ${[...live.holders].sort().join(' ')}` : '';
       throw new ModuleBusyError({ command, exitCode: 1, stderr: `rmmod: ERROR: Module ${name} is in use${by}` });
     }
     this.#live.delete(name);
     await rm(join(this.#options.sysModuleDir, name), { recursive: true, force: true });
+    if (this.#options.deviceDir !== undefined) await rm(join(this.#options.deviceDir, name), { force: true });
     for (const dependency of live.file.dependsOn) {
       this.#live.get(dependency)?.holders.delete(name);
       await this.#writeSysfs(dependency);
@@ -218,7 +232,8 @@ export class SimulatedKernel implements KernelPort {
     if (failure !== undefined) {
       throw new KernelCommandError({ command, exitCode: 1, stderr: `modprobe: ERROR: could not insert '${requested}': ${failure}` });
     }
-    this.#live.set(file.name, { file, parameters: declaredOnly(file, parameters), holders: new Set(), userReferences: 0 });
+    this.#live.set(file.name, { file, parameters: declaredOnly(file, parameters), holders: new Set(), userReferences: 0, processReferences: 0 });
+    await this.#createDeviceFile(file.name);
     await this.#writeSysfs(file.name);
     for (const dependency of file.dependsOn) {
       this.#live.get(dependency)?.holders.add(file.name);
@@ -241,7 +256,7 @@ export class SimulatedKernel implements KernelPort {
         throw error;
       }
       for (const [key, files] of state.installed) this.#installed.set(key, new Map(files.map((f) => [f.name, f])));
-      for (const m of state.live) this.#live.set(m.file.name, { file: m.file, parameters: m.parameters, holders: new Set(m.holders), userReferences: 0 });
+      for (const m of state.live) this.#live.set(m.file.name, { file: m.file, parameters: m.parameters, holders: new Set(m.holders), userReferences: 0, processReferences: 0 });
       for (const name of this.#live.keys()) await this.#writeSysfs(name);
     })();
     await this.#restored;
@@ -265,12 +280,30 @@ export class SimulatedKernel implements KernelPort {
     await rm(dir, { recursive: true, force: true });
     await mkdir(join(dir, 'holders'), { recursive: true });
     await mkdir(join(dir, 'parameters'));
-    await writeFile(join(dir, 'refcnt'), `${live.holders.size + live.userReferences}\n`);
+    await writeFile(join(dir, 'refcnt'), `${live.holders.size + live.userReferences + live.processReferences}\n`);
     await writeFile(join(dir, 'initstate'), 'live\n');
     if (live.file.srcversion !== undefined) await writeFile(join(dir, 'srcversion'), `${live.file.srcversion}\n`);
     if (live.file.version !== undefined) await writeFile(join(dir, 'version'), `${live.file.version}\n`);
     for (const holder of live.holders) await symlink(join('..', '..', holder), join(dir, 'holders', holder));
     for (const [parameter, value] of Object.entries(live.parameters)) await writeFile(join(dir, 'parameters', parameter), `${value}\n`);
+  }
+
+  async #createDeviceFile(name: string): Promise<void> {
+    const dir = this.#options.deviceDir;
+    if (dir === undefined) return;
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, name), '');
+  }
+
+  /** Recounts the processes that hold the module's device file open and rewrites its refcnt when that changed. */
+  async #countProcessReferences(name: string): Promise<void> {
+    const dir = this.#options.deviceDir;
+    const live = this.#live.get(name);
+    if (dir === undefined || live === undefined) return;
+    const count = (await findDeviceUsers(this.#options.procDir ?? '/proc', [join(dir, name)])).length;
+    if (count === live.processReferences) return;
+    live.processReferences = count;
+    await this.#writeSysfs(name);
   }
 
   async #readConfig(tree: ModuleTree): Promise<ReturnType<typeof parseModprobeConfig>> {

@@ -1,4 +1,4 @@
-import { readlink, rm } from 'node:fs/promises';
+import { readdir, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { findModulesInUse } from '../../../shared/kmod/find-module-users.ts';
@@ -7,7 +7,7 @@ import { KernelCommandError, ModuleBusyError } from '../../../agent/kernel/kerne
 import { renderModprobeOptions } from '../../../agent/kernel/modprobe-config.ts';
 import { SimulatedKernel } from '../../doubles/simulated-kernel.ts';
 import { writeConfigFile } from '../../../agent/kernel/write-config-file.ts';
-import { aSampleDriver, aScratch, type Scratch } from '../agent/kernel/fixtures.ts';
+import { aSampleDriver, aScratch, holdOpen, type Scratch } from '../agent/kernel/fixtures.ts';
 
 describe('the simulated kernel', () => {
   let scratch: Scratch;
@@ -100,6 +100,30 @@ describe('the simulated kernel', () => {
     await slow.installModules(scratch.tree, 'drsample', driver.modules);
     await slow.load(scratch.tree, 'drsample_net');
     expect(slept).toEqual([3000, 500]);
+  });
+
+  it('with a device dir: a loaded module has a device file, and another process holding it open pins the module (refcnt, EBUSY) until it lets go', async () => {
+    const deviceDir = join(scratch.dir, 'dev');
+    const stateFile = join(scratch.dir, 'kernel.json');
+    const options = { sysModuleDir: scratch.sysModuleDir, runningKernelVersion: scratch.tree.kernelVersion, stateFile, deviceDir };
+    const first = new SimulatedKernel(options);
+    await first.installModules(scratch.tree, 'drsample', driver.modules);
+    await first.load(scratch.tree, 'drsample_net');
+    expect((await readdir(deviceDir)).sort()).toEqual(['drsample_core', 'drsample_net']);
+    const client = await holdOpen(join(deviceDir, 'drsample_net'));
+    try {
+      // Another agent process (a new driver pod) sees the client in refcnt and cannot unload.
+      const second = new SimulatedKernel(options);
+      expect(await second.readModule('drsample_net')).toMatchObject({ refcnt: 1, holders: [] });
+      await expect(second.unload('drsample_net')).rejects.toBeInstanceOf(ModuleBusyError);
+      client.kill('SIGKILL');
+      await new Promise((resolve) => client.once('exit', resolve));
+      expect(await second.readModule('drsample_net')).toMatchObject({ refcnt: 0 });
+      await second.unload('drsample_net');
+      expect((await readdir(deviceDir)).sort()).toEqual(['drsample_core']);
+    } finally {
+      client.kill('SIGKILL');
+    }
   });
 
   it('outlives the agent with a state file: a new process finds the driver loaded and can unload it, as after a pod restart', async () => {
