@@ -9,7 +9,7 @@ import { competingBoundDrivers, describeDevice, hasDevices, type NodeDetection }
 import { describeFailure, type AgentStep } from './describe-failure.ts';
 import { DriverRolledBackError } from './kernel/kernel-errors.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
-import type { DriverState } from './report/driver-state.ts';
+import { truncateMessage, type DriverPhase, type DriverState } from './report/driver-state.ts';
 import type { StateReporter } from './report/state-reporter.ts';
 
 /**
@@ -122,8 +122,11 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       },
     });
     let failures = 0;
+    // While retrying after a failure, the working steps keep showing that failure (see retrying()).
+    let lastFailure: DriverState | undefined;
+    const reportAttempt = (state: DriverState) => report(lastFailure === undefined ? state : retrying(lastFailure, state, failures + 1));
     while (!stop.signal.aborted) {
-      const attempt = await attemptOnce(deps, report, stop.signal);
+      const attempt = await attemptOnce(deps, reportAttempt, stop.signal);
       if (attempt.kind === 'aborted') break;
       if (attempt.kind === 'no-device') {
         await untilAborted(stop.signal);
@@ -132,6 +135,7 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
       if (attempt.kind === 'loaded') {
         loadedOnce = true;
         failures = 0;
+        lastFailure = undefined;
         if (preflight === undefined && deps.preflight !== undefined) {
           // Low priority and abortable: it never delays the loaded driver's checks or a stop.
           preflight = deps.preflight(attempt.built.kernelVersion, stop.signal).catch((error: unknown) => {
@@ -140,11 +144,11 @@ export async function runAgent(deps: AgentDeps, signal: AbortSignal): Promise<vo
         }
         const lost = await watchLoaded(deps, attempt.built, stop.signal);
         if (lost === undefined) break;
-        await reportFailure(deps, report, 'verify', lost);
+        lastFailure = await reportFailure(deps, report, 'verify', lost);
         continue;
       }
       failures += 1;
-      await reportFailure(deps, report, attempt.step, attempt.error, attempt.hint);
+      lastFailure = await reportFailure(deps, report, attempt.step, attempt.error, attempt.hint);
       if (attempt.error instanceof DriverRolledBackError) {
         // The last good driver runs again. Retrying would unload it again for a build that
         // cannot load here: stay rolled back (not ready) until the pod is replaced.
@@ -230,12 +234,28 @@ async function reportFailure(
   step: AgentStep,
   error: Error,
   hint?: string,
-): Promise<void> {
+): Promise<DriverState> {
   const { reason, message } = describeFailure(step, error, hint);
   deps.log.error({ err: error, step, reason }, `${step} failed: ${reason}`);
   deps.metrics.countFailure(reason);
   const previous = deps.reporter.current();
-  await report({ phase: 'Failed', reason, message, deviceCount: previous.deviceCount });
+  const failed: DriverState = { phase: 'Failed', reason, message, deviceCount: previous.deviceCount };
+  await report(failed);
+  return failed;
+}
+
+const RETRIED_STEPS: ReadonlySet<DriverPhase> = new Set<DriverPhase>(['Detecting', 'Building', 'Loading', 'Verifying']);
+
+/**
+ * A working step of a retry after `failure`: the phase is the step's (readiness, labels and
+ * metrics follow it), but the reason stays the failure's and the message says what is retried,
+ * so the pod condition does not flip back to `Building` between failures. The coordinator sees
+ * the failure persist (podRestart.failAfterSeconds counts from its first report) and people see
+ * why the driver is not ready. Other states (Loaded, NoDevice, Failed, ...) pass unchanged.
+ */
+export function retrying(failure: DriverState, state: DriverState, attempt: number): DriverState {
+  if (!RETRIED_STEPS.has(state.phase)) return state;
+  return { ...state, reason: failure.reason, message: truncateMessage(`${failure.message} (retry ${attempt}: ${state.message})`) };
 }
 
 /** Re-verifies a loaded driver until stopped; returns the error if it stops being loaded. */

@@ -5,8 +5,9 @@
  * loaded (`Loaded`) or nothing is to be loaded (`NoDevice`); False with a reason naming its
  * current step while it works (AGENT_PROGRESS_REASONS), and False with a failure reason
  * (`CompileFailed`, `KernelHeadersMissing`, `LoadFailed`, `DriverInUse`, `VerifyFailed`,
- * `FirmwareMissing`, ...) and its message when a step failed. Any False reason that is not a
- * progress reason is a failure, so a failure reason the agent learns later needs no change here.
+ * `FirmwareMissing`, ...) and its message when a step failed, and while it retries after one
+ * (the message then ends `(retry N: <step>)`). Any False reason that is not a progress reason is
+ * a failure, so a failure reason the agent learns later needs no change here.
  */
 import type { DriverPodSnapshot } from './snapshot.ts';
 

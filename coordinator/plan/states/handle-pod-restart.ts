@@ -19,7 +19,7 @@ export const MAX_DRIVER_RESTARTS = 10;
  * uncordon-required. upgrade-failed, whichever comes first:
  * - the agent has reported a failure reason on the current pod and the pod has not become Ready
  *   within podRestart.failAfterSeconds of the first such report (the agent retries in-process,
- *   showing Building/Loading between failures; only Ready, or leaving the state, resets this);
+ *   keeping the failure's reason while it does; only Ready, or leaving the state, resets this);
  * - no Ready pod podRestart.timeoutSeconds after the state began, whatever the cause;
  * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule);
  * - at once when the agent reports RebootRequired (a never-unload module): the node needs a reboot.

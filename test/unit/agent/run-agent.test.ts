@@ -219,8 +219,13 @@ describe('runAgent with the simulated kernel', { timeout: 300_000 }, () => {
     expect(failed.reason).toBe('LoadFailed');
     expect(failed.message).toContain("could not insert 'drsample_core': No such device");
     expect(await exists(agent.readyFile)).toBe(false);
+    // The retry's steps keep the failure as the reason (the coordinator sees it persist), saying what is retried.
+    const retry = await agent.next('Loading');
+    expect(retry.reason).toBe('LoadFailed');
+    expect(retry.message).toMatch(/could not insert 'drsample_core': No such device.* \(retry 2: loading /);
     node.kernel.clearInitFailure('drsample_core');
-    await agent.next('Loaded');
+    const loaded = await agent.next('Loaded');
+    expect(loaded.reason).toBe('Loaded');
     agent.stop();
     await agent.done;
   });
