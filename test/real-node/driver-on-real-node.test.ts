@@ -4,14 +4,16 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   KubeConfig,
-  KubernetesObjectApi,
   type KubernetesObject,
   type V1ContainerStatus,
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { readdir, readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driverKeys } from '../../shared/keys.ts';
@@ -29,6 +31,7 @@ import { adaptToRealNode, INSTALL_NAMESPACE } from './shipped-objects.ts';
 // containers under containerd. What differs from a cluster node, and why, is in
 // chart-objects.ts, shipped-objects.ts and README.md.
 
+const run = promisify(execFile);
 const cluster = realNodeCluster();
 const kc = cluster.kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -119,7 +122,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     expect(objects.filter((o) => o.kind === 'DaemonSet').map((o) => o.metadata?.name)).toEqual([DS]);
     // The chart's DriverRollout (drain enabled through its values) is applied with the rest.
     expect(objects.some((o) => o.kind === 'DriverRollout')).toBe(true);
-    await applyInOrder(kc, objects);
+    await applyInOrder(objects);
 
     // Watch what happens, in the order it is seen, until the agent runs.
     await waitUntil('the agent container to start', async () => (await observeFirstInstall(workloadUid, seen)) ? true : undefined, {
@@ -251,20 +254,28 @@ function containerStates(pod: V1Pod | undefined): { init: ContainerState; agent:
   return { init: stateOf(init), agent: stateOf(agent), ...(exitCode === undefined ? {} : { initExitCode: exitCode }) };
 }
 
-async function applyInOrder(config: KubeConfig, objects: readonly KubernetesObject[]): Promise<void> {
-  const client = KubernetesObjectApi.makeApiClient(config);
-  for (const o of objects) {
-    await client.create(o);
-    if (o.kind === 'CustomResourceDefinition') {
-      await waitUntil(`CRD ${o.metadata?.name ?? ''} to be established`, async () => {
-        const crd = (await client.read({ apiVersion: o.apiVersion ?? '', kind: o.kind ?? '', metadata: { name: o.metadata?.name ?? '' } })) as {
-          status?: { conditions?: { type: string; status: string }[] };
-        };
-        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;
-      }, { timeoutMs: 30_000, intervalMs: 200 });
-      // Discovery of the new group reaches the API server's handlers a moment later.
-      await sleep(1_000);
+/**
+ * `kubectl create -f` of the rendered objects, in order, as a user pipes `helm template` into
+ * kubectl. (client-node's KubernetesObjectApi serializes through its typed models and drops
+ * `x-kubernetes-int-or-string` from a CRD's schema: 422.) A CRD is waited for until Established.
+ */
+async function applyInOrder(objects: readonly KubernetesObject[]): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'drtest-apply-'));
+  const kubectl = (...args: string[]): Promise<{ stdout: string }> =>
+    run(join(cluster.binDir, 'kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args]);
+  try {
+    for (const [i, o] of objects.entries()) {
+      const file = join(dir, `${String(i)}.json`);
+      await writeFile(file, JSON.stringify(o));
+      await kubectl('create', '-f', file);
+      if (o.kind === 'CustomResourceDefinition') {
+        await kubectl('wait', '--for=condition=Established', '--timeout=60s', `crd/${o.metadata?.name ?? ''}`);
+        // Discovery of the new group reaches the API server's handlers a moment later.
+        await sleep(1_000);
+      }
     }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }
 

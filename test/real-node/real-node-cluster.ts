@@ -12,14 +12,16 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Admin kubeconfig of the `real-node` control plane that test/real-node/global-setup.ts started. */
     realNodeKubeconfigPath: string;
-    realNode: { name: string; dir: string; imagesDir: string; server: string };
+    realNode: { name: string; dir: string; imagesDir: string; server: string; binDir: string };
   }
 }
 
 /** Inside a real-node test: the run's control plane and its real node. */
 export function realNodeCluster(): {
   kubeConfig(): KubeConfig;
-  node: { name: string; dir: string; imagesDir: string; server: string };
+  kubeconfigPath: string;
+  binDir: string;
+  node: { name: string; dir: string; imagesDir: string; server: string; binDir: string };
   apiPort: number;
   containerLog(namespace: string, pod: string, container: string): Promise<string>;
 } {
@@ -31,6 +33,8 @@ export function realNodeCluster(): {
       kc.loadFromFile(path);
       return kc;
     },
+    kubeconfigPath: path,
+    binDir: node.binDir,
     node,
     apiPort: Number(new URL(node.server).port),
     containerLog: async (namespace, pod, container) => await readContainerLog(join(node.dir, 'pod-logs'), namespace, pod, container),
