@@ -26,7 +26,7 @@ export interface ChartSite {
 /**
  * `helm template` of the chart as a user installs it (CRDs included), with values only for what
  * this machine needs: the GPU driver only (this machine has no NIC for the OFED example either),
- * on the real node, drain on, the writable host paths under the node's work dir, one
+ * on the real node, drain on (pod deletion off, so that the drain runs), the writable host paths under the node's work dir, one
  * coordinator replica on a free metrics port. Objects in apply order.
  */
 export async function chartObjects(site: ChartSite): Promise<KubernetesObject[]> {
@@ -34,7 +34,7 @@ export async function chartObjects(site: ChartSite): Promise<KubernetesObject[]>
   const values = parse(await readFile(join(CHART, 'values.yaml'), 'utf8')) as {
     coordinator: Record<string, unknown>;
     hostPaths: Record<string, string>;
-    drivers: { name: string; enabled: boolean; nodeSelector: Record<string, string>; upgradePolicy: { drain: Record<string, unknown> } }[];
+    drivers: { name: string; enabled: boolean; nodeSelector: Record<string, string>; upgradePolicy: { drain: Record<string, unknown>; podDeletion?: Record<string, unknown> } }[];
   };
   values.coordinator = { ...values.coordinator, replicas: 1, nodeSelector: site.nodeSelector, metricsPort: site.coordinatorPort };
   for (const key of ['runDriverRollout', 'modprobeD', 'moduleCache'] as const) {
@@ -45,7 +45,9 @@ export async function chartObjects(site: ChartSite): Promise<KubernetesObject[]>
   for (const d of values.drivers) {
     d.enabled = d.name === 'gpu';
     d.nodeSelector = { ...site.nodeSelector };
+    // Drain the node (pod deletion off: with it on, a node without device pods skips the drain).
     d.upgradePolicy.drain = { ...d.upgradePolicy.drain, enable: true };
+    d.upgradePolicy.podDeletion = { ...d.upgradePolicy.podDeletion, enable: false };
   }
   const dir = await mkdtemp(join(tmpdir(), 'drtest-chart-'));
   try {
