@@ -38,6 +38,18 @@ export const config = defineConfig({
       },
       {
         test: {
+          // One real kubelet node (containerd, runc) running the project's images beside KWOK
+          // nodes: one bring-up shared by the project's files (test/real-node/README.md).
+          name: 'real-node',
+          include: ['test/real-node/**/*.test.ts'],
+          globalSetup: ['test/real-node/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+        },
+      },
+      {
+        test: {
           name: 'kernel',
           include: ['test/kernel/**/*.test.ts'],
           fileParallelism: false,
