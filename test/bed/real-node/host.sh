@@ -79,6 +79,8 @@ teardown() {
     sleep 0.5
   done
   [ -n "${pids:-}" ] && log "processes still running after kill: $pids"
+  # The kubelet's links to this node's pod logs (the work dir, their target, goes after this).
+  find /var/log/containers -maxdepth 1 -lname "$dir/*" -delete 2>/dev/null
   # Mounts under the work dir (pod volumes, container root filesystems, the kubelet's own bind), deepest first.
   for i in 1 2 3; do
     m=$(awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
