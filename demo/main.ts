@@ -1,5 +1,5 @@
 /**
- * `npm run demo`: a local demo of a driver rollout on a real control plane.
+ * `npm start` (also `npm run demo`): a local demo of a driver rollout on a real control plane.
  *
  * It starts the test bed's `full` control plane (etcd, kube-apiserver, controller-manager,
  * scheduler, KWOK), creates 8 simulated GPU nodes in two pools with workloads and a PDB,
@@ -9,10 +9,12 @@
  * kbuild and loading it into a simulated kernel) for every driver pod. Then:
  *   1. first install with safe loading: every node is cordoned and drained before its driver loads;
  *   2. an upgrade from 1.0.0 to 2.0.0, pool by pool within maxUnavailable.
- * Progress is printed as a table; the limits are checked on every change.
+ * Progress is shown live with the kubectl plugin's status view (cli/: the same reader and
+ * renderer as `kubectl driver-rollout status -w`); the pool limits are checked on every change.
+ * Ctrl-C (SIGINT) or SIGTERM at any point stops every process it started and removes its files.
  *
- *   npm run demo                # runs both phases, then stops everything
- *   npm run demo -- --keep      # leaves the cluster running (prints KUBECONFIG) until Ctrl-C
+ *   npm start                   # runs both phases, then stops everything
+ *   npm start -- --keep         # leaves the cluster running (prints KUBECONFIG) until Ctrl-C
  */
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, type KubeConfig, type V1DaemonSet, type V1Node } from '@kubernetes/client-node';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -22,12 +24,15 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
+import { ClusterReader } from '../cli/read-cluster.ts';
+import { renderStatus } from '../cli/render-status.ts';
+import { buildRolloutViews } from '../cli/rollout-view.ts';
 import { driverKeys, isUpgradeState } from '../shared/keys.ts';
-import { startControlPlane } from '../test/bed/control-plane.ts';
+import { startControlPlane, type ControlPlane } from '../test/bed/control-plane.ts';
 import { waitUntil } from '../test/bed/wait-until.ts';
 import { aSysfsTree, anH100 } from '../test/fixtures/sysfs/sysfs-tree.ts';
 import { ProcessKubelet } from './process-kubelet.ts';
-import { renderProgress, unavailableByPool, type NodeRow } from './render-progress.ts';
+import { unavailableByPool, type NodeRow } from './unavailable-by-pool.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
@@ -39,68 +44,107 @@ const POOLS = { a: { nodes: 4, maxUnavailable: 1 }, b: { nodes: 4, maxUnavailabl
 
 const { values: flags } = parseArgs({ options: { keep: { type: 'boolean', default: false }, timeout: { type: 'string', default: '600' } } });
 
+/** Everything the demo started, stopped once (SIGINT, SIGTERM, an error or the end), children first. */
+class Running {
+  plane: ControlPlane | undefined;
+  kubelet: ProcessKubelet | undefined;
+  readonly children: ChildProcess[] = [];
+  work: string | undefined;
+  #stopping: Promise<void> | undefined;
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await this.kubelet?.stop();
+      await Promise.all(this.children.map(stopChild));
+      await this.plane?.stop();
+      if (this.work !== undefined) await rm(this.work, { recursive: true, force: true });
+    })();
+    return this.#stopping;
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
+  const running = new Running();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      say(`${signal}: stopping everything the demo started…`);
+      void running.stop().then(() => {
+        say('stopped');
+        process.exit(130);
+      });
+    });
+  }
+  try {
+    await runDemo(running, started);
+  } finally {
+    await running.stop();
+  }
+}
+
+async function runDemo(running: Running, started: number): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'driver-rollout-demo-'));
+  running.work = work;
   say(`work dir ${work}; starting a real control plane (first run builds it from Go modules)…`);
   const nodes = Object.entries(POOLS).flatMap(([pool, p]) =>
     Array.from({ length: p.nodes }, (_, i) => ({ name: `gpu-${pool}-${i + 1}`, labels: { pool, 'driver-rollout.demo/gpu': 'true' } })),
   );
   const plane = await startControlPlane({ profile: 'full', nodes });
+  running.plane = plane;
   const kc = plane.kubeConfig();
-  const children: ChildProcess[] = [];
-  let kubelet: ProcessKubelet | undefined;
-  const cleanup = async (): Promise<void> => {
-    await kubelet?.stop();
-    for (const c of children) c.kill('SIGTERM');
-    await plane.stop();
-    await rm(work, { recursive: true, force: true });
-  };
-  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
-  try {
-    say(`control plane up at ${plane.server}\n  export KUBECONFIG=${plane.kubeconfigPath}`);
-    const kernelVersion = await installedHeadersKernel();
-    const sources = await prepareDriverSources(work, ['1.0.0', '2.0.0']);
+  say(`control plane up at ${plane.server}\n  export KUBECONFIG=${plane.kubeconfigPath}`);
+  const kernelVersion = await installedHeadersKernel();
+  const sources = await prepareDriverSources(work, ['1.0.0', '2.0.0']);
 
-    kubectl(plane.binDir, plane.kubeconfigPath, 'apply', '-f', join(ROOT, 'manifests/driverrollout-crd.yaml'));
-    await waitForCrd(kc);
-    const core = kc.makeApiClient(CoreV1Api);
-    for (const ns of [NAMESPACE, 'ml']) await core.createNamespace({ body: { metadata: { name: ns } } });
+  kubectl(plane.binDir, plane.kubeconfigPath, 'apply', '-f', join(ROOT, 'manifests/driverrollout-crd.yaml'));
+  await waitForCrd(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  for (const ns of [NAMESPACE, 'ml']) await core.createNamespace({ body: { metadata: { name: ns } } });
 
-    say(`${nodes.length} KWOK nodes Ready in pools ${Object.keys(POOLS).join(', ')}`);
-    await createWorkloads(kc);
+  say(`${nodes.length} KWOK nodes Ready in pools ${Object.keys(POOLS).join(', ')}`);
+  await createWorkloads(kc);
 
-    await createDriverRollout(kc);
-    await kc.makeApiClient(AppsV1Api).createNamespacedDaemonSet({ namespace: NAMESPACE, body: await driverDaemonSet('1.0.0', sources['1.0.0'] ?? '') });
+  await createDriverRollout(kc);
+  await kc.makeApiClient(AppsV1Api).createNamespacedDaemonSet({ namespace: NAMESPACE, body: await driverDaemonSet('1.0.0', sources['1.0.0'] ?? '') });
 
-    children.push(startProcess('coordinator', [join(ROOT, 'coordinator/main.ts'), `--kubeconfig=${plane.kubeconfigPath}`, `--namespace=${NAMESPACE}`, '--metrics-port=0', `--lease-namespace=${NAMESPACE}`], join(work, 'coordinator.log')));
-    kubelet = new ProcessKubelet({
-      kubeConfig: kc,
-      kubeconfigPath: plane.kubeconfigPath,
-      namespace: NAMESPACE,
-      labelSelector: 'app.kubernetes.io/name=gpu-driver',
-      logDir: join(work, 'pods'),
-      nodeEnv: (node) => nodeHost(work, node, kernelVersion),
-      // The manifest's `node agent/main.ts`, with the simulated kernel (a test double) wired in.
-      programSubstitutes: { 'agent/main.ts': 'test/doubles/simulated-agent-main.ts' },
-    });
-    await kubelet.start();
-    say(`coordinator, init containers and agents running; logs under ${work}`);
+  running.children.push(startProcess('coordinator', [join(ROOT, 'coordinator/main.ts'), `--kubeconfig=${plane.kubeconfigPath}`, `--namespace=${NAMESPACE}`, '--metrics-port=0', `--lease-namespace=${NAMESPACE}`], join(work, 'coordinator.log')));
+  running.kubelet = new ProcessKubelet({
+    kubeConfig: kc,
+    kubeconfigPath: plane.kubeconfigPath,
+    namespace: NAMESPACE,
+    labelSelector: 'app.kubernetes.io/name=gpu-driver',
+    logDir: join(work, 'pods'),
+    nodeEnv: (node) => nodeHost(work, node, kernelVersion),
+    // The manifest's `node agent/main.ts`, with the simulated kernel (a test double) wired in.
+    programSubstitutes: { 'agent/main.ts': 'test/doubles/simulated-agent-main.ts' },
+  });
+  await running.kubelet.start();
+  say(`coordinator, init containers and agents running; logs under ${work}`);
 
-    const timeoutMs = Number(flags.timeout) * 1000;
-    await watchPhase(kc, 'phase 1: first install with safe loading', '1.0.0', timeoutMs);
-    await kc.makeApiClient(AppsV1Api).replaceNamespacedDaemonSet({ name: 'gpu-driver', namespace: NAMESPACE, body: await driverDaemonSet('2.0.0', sources['2.0.0'] ?? '', kc) });
-    say('driver DaemonSet template changed to 2.0.0 (updateStrategy OnDelete: the coordinator restarts pods node by node)');
-    await watchPhase(kc, 'phase 2: upgrade 1.0.0 → 2.0.0', '2.0.0', timeoutMs);
+  const timeoutMs = Number(flags.timeout) * 1000;
+  const phases: string[] = [];
+  await watchPhase(kc, 'phase 1: first install with safe loading', '1.0.0', timeoutMs, phases);
+  await kc.makeApiClient(AppsV1Api).replaceNamespacedDaemonSet({ name: 'gpu-driver', namespace: NAMESPACE, body: await driverDaemonSet('2.0.0', sources['2.0.0'] ?? '', kc) });
+  phases.push('driver DaemonSet template changed to 2.0.0 (updateStrategy OnDelete: the coordinator restarts pods node by node)');
+  await watchPhase(kc, 'phase 2: upgrade 1.0.0 → 2.0.0', '2.0.0', timeoutMs, phases);
 
-    say(`demo finished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    if (flags.keep) {
-      say(`cluster kept running: export KUBECONFIG=${plane.kubeconfigPath}; kubectl get driverrollouts -A; Ctrl-C to stop`);
-      await new Promise(() => undefined);
-    }
-  } finally {
-    await cleanup();
+  say(`demo finished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  if (flags.keep) {
+    say(`cluster kept running: export KUBECONFIG=${plane.kubeconfigPath}; kubectl get driverrollouts -A; PATH=$PWD/cli:$PATH kubectl driver-rollout status -n ${NAMESPACE} -w; Ctrl-C to stop`);
+    await new Promise(() => undefined);
   }
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves once the child has exited. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((settle) => child.once('exit', () => {
+    settle();
+  }));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 function say(text: string): void {
@@ -281,14 +325,18 @@ async function readRows(kc: KubeConfig): Promise<NodeRow[]> {
       cordoned: n.spec?.unschedulable === true,
       driverVersion: labels[KEYS.driverVersion],
       driverReady: pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
-      reason: n.metadata?.annotations?.[KEYS.upgradeReason],
     };
   });
 }
 
-/** Prints the table on every change until every node runs `version`, checking pool limits each time. */
-async function watchPhase(kc: KubeConfig, title: string, version: string, timeoutMs: number): Promise<void> {
+/**
+ * Shows the plugin's status view (`kubectl driver-rollout status -w`) on every change until every
+ * node runs `version`, checking the pool limits each time. A terminal is redrawn in place.
+ */
+async function watchPhase(kc: KubeConfig, title: string, version: string, timeoutMs: number, notes: string[]): Promise<void> {
   const started = Date.now();
+  const reader = new ClusterReader(kc);
+  const redraw = process.stdout.isTTY;
   let last = '';
   const peak = new Map<string, number>();
   for (;;) {
@@ -298,11 +346,15 @@ async function watchPhase(kc: KubeConfig, title: string, version: string, timeou
       const limit = POOLS[pool as keyof typeof POOLS].maxUnavailable;
       if (n > limit) throw new Error(`limit broken: ${n} nodes of pool ${pool} out of service, maxUnavailable ${limit}`);
     }
-    const table = renderProgress(rows, (Date.now() - started) / 1000, title);
-    const body = table.split('\n').slice(1).join('\n');
-    if (body !== last) {
-      process.stdout.write(`${table}\n`);
-      last = body;
+    const views = buildRolloutViews(await reader.readSnapshot(await reader.listRollouts({ namespace: NAMESPACE })), Date.now());
+    const width = process.stdout.columns > 0 ? process.stdout.columns : 100;
+    const body = renderStatus(views, width).join('\n');
+    // A terminal shows the ticking times in state; a log gets a frame only when a node moved.
+    const key = redraw ? body : JSON.stringify(rows);
+    if (key !== last) {
+      const header = [`── ${title} · ${((Date.now() - started) / 1000).toFixed(0)} s`, ...notes.slice(-2).map((n) => `[demo] ${n}`)];
+      process.stdout.write(`${redraw ? '\x1b[H\x1b[J' : '\n'}${[...header, body].join('\n')}\n`);
+      last = key;
     }
     const done = rows.every((r) => r.state === 'upgrade-done' && r.driverVersion === version && r.driverReady && !r.cordoned);
     if (done) break;
@@ -310,7 +362,9 @@ async function watchPhase(kc: KubeConfig, title: string, version: string, timeou
     await new Promise((r) => setTimeout(r, 500));
   }
   const peaks = [...peak].map(([pool, n]) => `pool ${pool}: at most ${n}/${POOLS[pool as keyof typeof POOLS].maxUnavailable} out of service`).join(', ');
-  say(`${title} complete in ${((Date.now() - started) / 1000).toFixed(1)} s; ${peaks}`);
+  const summary = `${title} complete in ${((Date.now() - started) / 1000).toFixed(1)} s; ${peaks}`;
+  notes.push(summary);
+  say(summary);
 }
 
 await main();

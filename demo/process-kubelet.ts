@@ -136,7 +136,10 @@ export class ProcessKubelet {
     const child = running.child;
     if (child === undefined || child.exitCode !== null) return;
     await new Promise<void>((settle) => {
+      // A container runtime kills what does not stop within the grace period; so do we (10 s).
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       child.on('close', () => {
+        clearTimeout(timer);
         settle();
       });
       child.kill('SIGTERM');
