@@ -1,0 +1,122 @@
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, loadAllYaml, type KubernetesObject } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureHelm } from '../../bed/ensure-helm.ts';
+import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
+import { sharedCluster } from '../../bed/shared-cluster.ts';
+import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
+import { waitUntil } from '../../bed/wait-until.ts';
+import { installCrd } from '../coordinator/harness.ts';
+import { uniqueTestId } from '../test-bed/fixtures.ts';
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '../../..');
+const CHART = join(ROOT, 'charts/driver-rollout');
+const cluster = sharedCluster();
+const kc = cluster.kubeConfig();
+const kubectl = join(cluster.binDir, 'kubectl');
+const id = uniqueTestId('chart');
+/** Keeps the chart's coordinator pods Pending: the shared cluster's KWOK nodes belong to other tests. */
+const NO_NODE = `coordinator.nodeSelector.driver-rollout\\.test/nowhere=${id}`;
+let helm = '';
+let ns: TestNamespace;
+const gpuNode = `${id}-gpu`;
+const plainNode = `${id}-plain`;
+
+async function helmTemplate(release: string, namespace: string, ...args: string[]): Promise<KubernetesObject[]> {
+  const { stdout } = await run(helm, ['template', release, CHART, '--namespace', namespace, ...args], { maxBuffer: 16 * 1024 * 1024 });
+  return (loadAllYaml(stdout) as (KubernetesObject | null)[]).filter((d): d is KubernetesObject => d !== null);
+}
+
+beforeAll(async () => {
+  helm = await ensureHelm();
+  await installCrd(kc);
+  ns = await createTestNamespace(kc, 'chart');
+});
+
+afterAll(async () => {
+  await deleteFakeNodes(kc, [gpuNode, plainNode]);
+  await ns.delete();
+});
+
+describe('the Helm chart', () => {
+  it('passes helm lint --strict, with default values and with the monitoring objects on', async () => {
+    const started = performance.now();
+    const { stdout } = await run(helm, ['lint', '--strict', CHART]);
+    expect(stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    await run(helm, ['lint', '--strict', CHART, '--set', 'metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true']);
+    process.stderr.write(`[chart] helm lint (twice) took ${Math.round(performance.now() - started)} ms\n`);
+  });
+
+  it('is what deploy/kustomize and the chart CRD hold (scripts/render-manifests.sh --check)', async () => {
+    const started = performance.now();
+    await run('bash', [join(ROOT, 'scripts/render-manifests.sh'), '--check']).catch((error: unknown) => {
+      throw new Error(`deploy/kustomize is stale; run npm run manifests\n${(error as { stdout?: string }).stdout ?? ''}`, { cause: error });
+    });
+    process.stderr.write(`[chart] render + compare took ${Math.round(performance.now() - started)} ms\n`);
+  });
+
+  it('refuses values its schema forbids, naming the field', async () => {
+    await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[0].pciVendor=nvidia'])).rejects.toThrow(/pciVendor/);
+    await expect(run(helm, ['template', 'x', CHART, '--set', 'coordinator.replica=3'])).rejects.toThrow(/replica/);
+    await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[1].source.url=https://example.invalid/ofed.tgz'])).rejects.toThrow(/source/);
+  });
+
+  it('renders a ServiceMonitor and a PrometheusRule (stuck, node failed, halted) only when asked', async () => {
+    const off = await helmTemplate('driver-rollout', 'ops');
+    expect(off.filter((d) => d.kind === 'ServiceMonitor' || d.kind === 'PrometheusRule')).toEqual([]);
+    const on = await helmTemplate('driver-rollout', 'ops', '--set', 'metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true');
+    const rule = on.find((d) => d.kind === 'PrometheusRule') as KubernetesObject & { spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
+    expect(rule.spec.groups[0]?.rules.map((r) => r.alert)).toEqual(['DriverRolloutNodeFailed', 'DriverRolloutHalted', 'DriverRolloutStuck']);
+    expect(rule.spec.groups[0]?.rules.map((r) => r.expr).join('\n')).toMatch(/driver_rollout_nodes_upgrades_failed[\s\S]*driver_rollout_halted[\s\S]*driver_rollout_nodes_upgrades_done/);
+    expect(on.find((d) => d.kind === 'ServiceMonitor')).toMatchObject({ spec: { endpoints: [{ port: 'metrics', honorLabels: true }] } });
+  });
+
+  it('applies to a real API server without warnings; a driver pod lands only on the node NFD labels with the device', async () => {
+    const release = `r${id}`;
+    const started = performance.now();
+    const objects = await helmTemplate(release, ns.name, '--set', NO_NODE);
+    const rendered = objects.map((o) => JSON.stringify(o)).join('\n');
+    const file = join(await mkdtemp(join(tmpdir(), 'chart-')), 'rendered.json');
+    await writeFile(file, rendered);
+    process.stderr.write(`[chart] helm template took ${Math.round(performance.now() - started)} ms (${objects.length} objects)\n`);
+    try {
+      const { stdout, stderr } = await run(kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '-f', file]);
+      expect(stderr).toBe('');
+      expect(stdout.trim().split('\n')).toHaveLength(objects.length);
+
+      await createFakeNodes(kc, [
+        { name: gpuNode, labels: { 'feature.node.kubernetes.io/pci-10de.present': 'true' } },
+        { name: plainNode, labels: {} },
+      ]);
+      const apps = kc.makeApiClient(AppsV1Api);
+      const core = kc.makeApiClient(CoreV1Api);
+      await waitUntil('the GPU driver DaemonSet to schedule one pod', async () => {
+        const ds = await apps.readNamespacedDaemonSet({ name: `${release}-driver-rollout-gpu`, namespace: ns.name });
+        return ds.status?.desiredNumberScheduled === 1 ? true : undefined;
+      });
+      const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=driver' })).items;
+      expect(pods.map((p) => p.spec?.nodeName)).toEqual([gpuNode]);
+      const nic = await apps.readNamespacedDaemonSet({ name: `${release}-driver-rollout-ofed`, namespace: ns.name });
+      expect(nic.status?.desiredNumberScheduled ?? 0).toBe(0);
+      const rollouts = (await kc.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: 'driverrollout.io', version: 'v1alpha1', namespace: ns.name, plural: 'driverrollouts' })) as { items: KubernetesObject[] };
+      expect(rollouts.items.map((r) => r.metadata?.name).sort()).toEqual([`${release}-driver-rollout-gpu`, `${release}-driver-rollout-ofed`]);
+    } finally {
+      await run(kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, 'delete', '--ignore-not-found', '--wait=false', '-f', file]);
+      await rm(join(file, '..'), { recursive: true, force: true });
+    }
+  });
+
+  it('builds as a kustomize base (kubectl kustomize) with the same objects as the chart', async () => {
+    const { stdout } = await run(kubectl, ['kustomize', join(ROOT, 'deploy/kustomize')], { maxBuffer: 16 * 1024 * 1024 });
+    const built = (loadAllYaml(stdout) as KubernetesObject[]).map((o) => `${o.kind ?? ''}/${o.metadata?.name ?? ''}`).sort();
+    const chart = (await helmTemplate('driver-rollout', 'driver-rollout')).map((o) => `${o.kind ?? ''}/${o.metadata?.name ?? ''}`);
+    expect(built).toEqual([...chart, 'Namespace/driver-rollout'].sort());
+    const crd = await run(kubectl, ['kustomize', join(ROOT, 'deploy/kustomize/crd')]);
+    expect(crd.stdout).toContain('name: driverrollouts.driverrollout.io');
+  });
+});
