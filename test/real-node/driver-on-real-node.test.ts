@@ -5,7 +5,6 @@ import {
   CoreV1Api,
   KubeConfig,
   type KubernetesObject,
-  Watch,
   type V1ContainerStatus,
   type V1Node,
   type V1Pod,
@@ -13,13 +12,15 @@ import {
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driverKeys } from '../../shared/keys.ts';
+import { BookmarkedWatch } from '../../coordinator/cluster/bookmarked-watch.ts';
 import { apiErrorMessage } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { runCachedBuild } from '../bed/ensure-binaries.ts';
 import { freePort } from '../bed/free-port.ts';
 import { waitUntil } from '../bed/wait-until.ts';
 import { OTHER_NODE, REAL_NODE_LABEL, realNodeCluster } from './real-node-cluster.ts';
@@ -33,6 +34,7 @@ import { adaptToRealNode, INSTALL_NAMESPACE } from './shipped-objects.ts';
 // chart-objects.ts, shipped-objects.ts and README.md.
 
 const run = promisify(execFile);
+const REPO = resolve(import.meta.dirname, '../..');
 const cluster = realNodeCluster();
 const kc = cluster.kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -105,10 +107,11 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
   };
   let blockedWhileMarked: boolean;
   let workloadUid: string | undefined;
+  let coordinatorPort = 0;
 
   it('the init container blocks the agent until the real coordinator (leader-elected) has cordoned and drained the node', { timeout: 600_000 }, async () => {
     workloadUid = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items[0]?.metadata?.uid;
-    const coordinatorPort = await freePort();
+    coordinatorPort = await freePort();
     const rendered = await chartObjects({
       namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir, coordinatorPort,
     });
@@ -127,7 +130,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
 
     // Watch what happens, every change in the order the API server made it, until the agent runs
     // (a poll can miss the mark: the coordinator reacts within ~100 ms).
-    const stopWatching = await watchFirstInstall(workloadUid, seen);
+    const stopWatching = watchFirstInstall(workloadUid, seen);
     try {
       await waitUntil('the agent container to start', () => Promise.resolve(timeline.has('agent-running') ? true : undefined), { timeoutMs: 480_000, intervalMs: 200 });
     } finally {
@@ -232,29 +235,49 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     const initLog = await cluster.containerLog(INSTALL_NAMESPACE, after.metadata?.name ?? '', 'safe-load-gate');
     expect(initLog).toContain('safe-load annotation cleared');
   });
+
+  it('the coordinator pod serves NVIDIA\'s GPU Operator metric names next to its own, and every metric the chart\'s PrometheusRule reads', { timeout: 120_000 }, async () => {
+    // hostNetwork: the coordinator's metrics port is on this machine's loopback.
+    const text = await waitUntil('the leader to export the finished rollout', async () => {
+      const body = await fetch(`http://127.0.0.1:${String(coordinatorPort)}/metrics`).then(async (r) => await r.text(), () => '');
+      return sample(body, 'gpu_operator_nodes_upgrades_done') === 1 ? body : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 1_000 });
+    const ours = { namespace: INSTALL_NAMESPACE, rollout: DS, driver: 'gpu' };
+    expect(sample(text, 'driver_rollout_nodes_upgrades_done', ours)).toBe(1);
+    expect(sample(text, 'driver_rollout_nodes_upgrades_failed', ours)).toBe(0);
+    expect(sample(text, 'gpu_operator_nodes_upgrades_failed')).toBe(0);
+    expect(sample(text, 'gpu_operator_nodes_upgrades_in_progress')).toBe(0);
+    expect(sample(text, 'gpu_operator_driver_auto_upgrade_enabled')).toBe(1);
+    expect(sample(text, 'driver_rollout_coordinator_is_leader')).toBe(1);
+
+    const helm = await runCachedBuild(join(REPO, 'test/bed/build-helm.sh'));
+    const { stdout } = await run(helm, ['template', 'driver-rollout', join(REPO, 'charts/driver-rollout'), '--show-only', 'templates/prometheusrule.yaml', '--set', 'metrics.prometheusRule.enabled=true']);
+    const read = [...new Set(stdout.match(/\bdriver_rollout_[a-z_]+/g) ?? [])];
+    expect(read.length).toBeGreaterThanOrEqual(4);
+    const exported = new Set(text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]));
+    expect(read.filter((name) => !exported.has(name))).toEqual([]);
+  });
 });
 
 /**
  * Watches the node, the driver pods and the workload; `seen` records each fact the first time it
  * holds ('agent-running' last). Returns a function that stops the watches.
  */
-async function watchFirstInstall(workloadUid: string | undefined, seen: (what: string, value?: number) => void): Promise<() => void> {
-  const watch = new Watch(kc);
-  const ignore = (): void => undefined;
+function watchFirstInstall(workloadUid: string | undefined, seen: (what: string, value?: number) => void): () => void {
   // Blocked: the node carries the mark while the init container runs and the agent waits.
   let podBlocked = false;
   let marked = false;
   const checkBlocked = (): void => {
     if (podBlocked && marked) seen('blocked-while-marked');
   };
-  const requests = await Promise.all([
-    watch.watch('/api/v1/nodes', { fieldSelector: `metadata.name=${NODE}` }, (_type: string, n: V1Node) => {
+  const watches = [
+    keepWatching('/api/v1/nodes', { fieldSelector: `metadata.name=${NODE}` }, (_type: string, n: V1Node) => {
       marked = n.metadata?.annotations?.[keys.waitForSafeLoad] === 'true';
       if (marked) seen('marked');
       checkBlocked();
       if (n.spec?.unschedulable === true) seen('cordoned');
-    }, ignore),
-    watch.watch(`/api/v1/namespaces/${INSTALL_NAMESPACE}/pods`, { labelSelector: `app.kubernetes.io/name=${DS}` }, (_type: string, pod: V1Pod) => {
+    }),
+    keepWatching(`/api/v1/namespaces/${INSTALL_NAMESPACE}/pods`, { labelSelector: `app.kubernetes.io/name=${DS}` }, (_type: string, pod: V1Pod) => {
       const states = containerStates(pod);
       podBlocked = states.init === 'running' && states.agent === 'waiting';
       checkBlocked();
@@ -263,13 +286,45 @@ async function watchFirstInstall(workloadUid: string | undefined, seen: (what: s
         seen('init-exit-code', states.initExitCode);
       }
       if (states.agent === 'running') seen('agent-running');
-    }, ignore),
-    watch.watch(`/api/v1/namespaces/${WORKLOAD_NS}/pods`, {}, (type: string, pod: V1Pod) => {
+    }),
+    keepWatching(`/api/v1/namespaces/${WORKLOAD_NS}/pods`, {}, (type: string, pod: V1Pod) => {
       if (pod.metadata?.uid === workloadUid && (type === 'DELETED' || pod.metadata?.deletionTimestamp !== undefined)) seen('drained');
-    }, ignore),
-  ]);
+    }),
+  ];
   return () => {
-    for (const r of requests) r.abort();
+    for (const stop of watches) stop();
+  };
+}
+
+/**
+ * A watch that re-opens from the last resourceVersion it saw whenever it ends, until stopped.
+ * client-node ends a watch after 30 s without an event (BookmarkedWatch asks for bookmarks and
+ * waits 3 min); on a loaded machine the pods can be quiet longer than 30 s between two steps.
+ */
+function keepWatching(path: string, query: Record<string, string>, handle: (type: string, object: V1Node & V1Pod) => void): () => void {
+  let stopped = false;
+  let current: AbortController | undefined;
+  let resourceVersion: string | undefined;
+  const open = (): void => {
+    if (stopped) return;
+    const params = resourceVersion === undefined ? query : { ...query, resourceVersion };
+    new BookmarkedWatch(kc).watch(path, params, (type: string, apiObject: unknown) => {
+      const object = apiObject as V1Node & V1Pod;
+      resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
+      if (type !== 'BOOKMARK') handle(type, object);
+    }, (error: unknown) => {
+      // 410 Gone: the resourceVersion is too old; start again from a fresh list.
+      if (error !== null && error !== undefined) resourceVersion = undefined;
+      setTimeout(open, 200);
+    }).then((request) => {
+      current = request;
+      if (stopped) request.abort();
+    }, () => setTimeout(open, 1_000));
+  };
+  open();
+  return () => {
+    stopped = true;
+    current?.abort();
   };
 }
 
@@ -336,6 +391,17 @@ async function pauseImage(): Promise<string> {
   const line = env.split('\n').find((l) => l.startsWith('pause='));
   if (line === undefined) throw new Error('images.env names no pause image');
   return line.slice('pause='.length);
+}
+
+/** The value of metric `name`'s sample carrying `labels` (all of them, any order) in a Prometheus text exposition. */
+function sample(text: string, name: string, labels: Readonly<Record<string, string>> = {}): number | undefined {
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = text.split('\n').find((l) => {
+    const [series = ''] = l.split(' ');
+    const bare = series.split('{')[0];
+    return bare === name && pairs.every((p) => series.includes(p));
+  });
+  return line === undefined ? undefined : Number(line.split(' ')[1]);
 }
 
 /** Names of the modules in this machine's kernel; a kernel without /proc/modules loads none at all. */
