@@ -8,8 +8,8 @@ import { containerdConfig, LOOPBACK_CNI } from '../bed/real-node/containerd-conf
 import { waitUntil } from '../bed/wait-until.ts';
 
 // host.sh's guard, on its own (the shared bring-up stays up): a runner that dies by SIGKILL
-// still has its node's runtime killed, its mounts and cgroups removed, and its registration
-// with the machine-wide sysctl bookkeeping dropped.
+// still has its node's runtime killed, its mounts and cgroups removed, its registration
+// with the machine-wide sysctl bookkeeping dropped, and its files removed.
 
 const run = promisify(execFile);
 const HOST = resolve(import.meta.dirname, '../bed/real-node/host.sh');
@@ -52,7 +52,7 @@ describe('test/bed/real-node/host.sh guard', () => {
     await containerdGone;
     await waitUntil('the guard to finish', async () => {
       const left = await Promise.all((await cgroups()).map(exists));
-      return !left.some(Boolean) && !(await exists(`/run/driver-rollout-real-node/users/${id}`)) ? true : undefined;
+      return !left.some(Boolean) && !(await exists(`/run/driver-rollout-real-node/users/${id}`)) && !(await exists(dir)) ? true : undefined;
     }, { timeoutMs: 60_000, intervalMs: 250 });
     const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(`${dir}/`));
     expect(mounts).toEqual([]);

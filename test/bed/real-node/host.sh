@@ -6,8 +6,9 @@
 #                             its cgroups, and, when it is the last real node on this machine,
 #                             restores the sysctls the kubelet rewrites and removes the host
 #                             directories the runtime hard-codes (when empty and made by us)
-#   host.sh guard OWNER DIR ID   waits for process OWNER to end, then runs teardown (so a test
-#                             runner killed with SIGKILL still leaves the machine as it was)
+#   host.sh guard OWNER DIR ID   waits for process OWNER to end, then runs teardown and removes
+#                             DIR (so a test runner killed with SIGKILL still leaves the machine
+#                             as it was; the control plane's own files go at the next run's reaping)
 #
 # DIR is the node's work dir (kubelet and containerd roots, pod logs, host paths of the agent);
 # ID names its cgroup (/drtest-ID in every hierarchy). Every step tolerates having been done:
@@ -120,7 +121,15 @@ case $cmd in
   guard)
     owner=$2
     while kill -0 "$owner" 2>/dev/null; do sleep 1; done
-    [ -d "$3" ] && teardown "$3" "$4"
+    [ -d "$3" ] || exit 0
+    teardown "$3" "$4"
+    # The node's files (containerd's root holds the imported images: ~1.5 GB) go now, not at the
+    # next run's reaping; only once nothing is mounted under them, and never across a mount.
+    if ! awk -v d="$3/" 'index($5, d) == 1 {found=1} END {exit !found}' /proc/self/mountinfo; then
+      rm -rf --one-file-system "$3"
+    else
+      log "mounts left under $3: not removed"
+    fi
     ;;
   *) echo "usage: host.sh setup|teardown DIR ID | guard OWNER DIR ID" >&2; exit 64 ;;
 esac
