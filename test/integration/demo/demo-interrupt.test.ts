@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { access, readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { waitUntil } from '../../bed/wait-until.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
@@ -22,8 +22,14 @@ async function processesMentioning(paths: readonly string[]): Promise<string[]> 
 const exists = async (path: string): Promise<boolean> => access(path).then(() => true, () => false);
 
 describe('npm start (the demo) interrupted', () => {
-  it('stops everything it started and removes its files on SIGINT, with the agents running', async () => {
+  // The demo starts a control plane and 17 Node.js processes: minutes on a loaded 2-core machine.
+  it('stops everything it started and removes its files on SIGINT, with the agents running', { timeout: 600_000 }, async () => {
     const child = spawn(NODE, [join(ROOT, 'demo/main.ts')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Should the test end early (a timeout), the demo must not outlive it: its stdout would be a
+    // broken pipe and its SIGINT handler could not finish.
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
@@ -37,7 +43,7 @@ describe('npm start (the demo) interrupted', () => {
     try {
       await waitUntil('the demo to start the coordinator and the agents', () => Promise.resolve(out.includes('coordinator, init containers and agents running') ? true : undefined), { timeoutMs: 240_000, intervalMs: 200 });
       // Let the first nodes move, so that init containers, agents and kbuild are all under way.
-      await waitUntil('a node to start its safe load', () => Promise.resolve(/cordon|drain|pod-restart/.test(out.split('agents running')[1] ?? '') ? true : undefined), { timeoutMs: 120_000, intervalMs: 200 });
+      await waitUntil('a node to start its safe load', () => Promise.resolve(/cordon|drain|pod-restart/.test(out.split('agents running')[1] ?? '') ? true : undefined), { timeoutMs: 300_000, intervalMs: 200 });
     } finally {
       child.kill('SIGINT');
     }
@@ -48,8 +54,8 @@ describe('npm start (the demo) interrupted', () => {
     expect(plane).toBeDefined();
     const dirs = [work ?? '', plane ?? ''];
     expect(out).toContain('[demo] stopped');
-    // The control plane's supervisors end their components within a second or two.
-    await waitUntil('every demo process to be gone', async () => ((await processesMentioning(dirs)).length === 0 ? true : undefined), { timeoutMs: 20_000, intervalMs: 250 })
+    // The control plane's supervisors end their components within a second or two (longer under load).
+    await waitUntil('every demo process to be gone', async () => ((await processesMentioning(dirs)).length === 0 ? true : undefined), { timeoutMs: 60_000, intervalMs: 250 })
       .catch(async (error: unknown) => {
         throw new Error(`still running after SIGINT:\n${(await processesMentioning(dirs)).join('\n')}`, { cause: error });
       });
