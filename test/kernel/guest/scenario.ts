@@ -6,6 +6,7 @@ import { reloadDriver, type DriverToLoad, type ReloadDriverOptions, type ReloadR
 import { unloadDriver, type DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
 import { DriverRolloutError } from '../../../shared/errors.ts';
 import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
+import type { DriverState } from '../../../agent/report/driver-state.ts';
 
 /**
  * Kernel-test scenarios as data: steps the agent (reloadDriver) and a workload take, run against
@@ -36,7 +37,12 @@ export type ScenarioStep =
   /** Opens and closes the device: does the loaded driver still serve it? */
   | { readonly kind: 'open-device'; readonly device: string }
   /** The adapter's unload (rmmod) of one module, bypassing reloadDriver's own in-use check. */
-  | { readonly kind: 'unload-module'; readonly module: string };
+  | { readonly kind: 'unload-module'; readonly module: string }
+  /**
+   * The whole agent (assembleAgent with this world's kernel), configured by `env` as in its
+   * DaemonSet, for one attempt: detect, build, load, verify (run-agent-attempt.ts).
+   */
+  | { readonly kind: 'agent-attempt'; readonly env: Readonly<Record<string, string>>; readonly timeoutMs: number };
 
 export interface Scenario {
   readonly steps: readonly ScenarioStep[];
@@ -55,6 +61,8 @@ export interface StepReport {
   readonly holderPid?: number;
   /** For open-device: the errno code when the open failed. */
   readonly openError?: string;
+  /** For agent-attempt: the state the agent reported when its attempt ended (Loaded, NoDevice or Failed). */
+  readonly agentState?: DriverState;
   /** /sys/module/<m> of the watched modules after the step, read by the scenario, not the agent. */
   readonly after: Readonly<Record<string, LoadedModule | null>>;
   /** Kernel log lines written during the step (module init/exit messages), in the kernel's order. */
@@ -102,7 +110,7 @@ export async function runScenario(world: ScenarioWorld, scenario: Scenario, logg
   return { steps: reports };
 }
 
-type StepOutcome = Pick<StepReport, 'result' | 'unloaded' | 'error' | 'holderPid' | 'openError'>;
+type StepOutcome = Pick<StepReport, 'result' | 'unloaded' | 'error' | 'holderPid' | 'openError' | 'agentState'>;
 
 async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger): Promise<StepOutcome> {
   switch (step.kind) {
@@ -142,6 +150,12 @@ async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger)
       return reportError(() => world.kernel.unload(step.module));
     case 'restore-firmware-path':
       return reportError(() => restoreFirmwarePath(step.previousPath, world.firmwareClassPath));
+    case 'agent-attempt': {
+      // Imported here: the Kubernetes client and the rest of the agent cost seconds to load
+      // under emulation, and only this step needs them.
+      const { runAgentAttempt } = await import('./run-agent-attempt.ts');
+      return { agentState: await runAgentAttempt(world.kernel, step.env, logger, step.timeoutMs) };
+    }
   }
 }
 
