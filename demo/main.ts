@@ -202,6 +202,9 @@ async function nodeHost(work: string, node: string, kernelVersion: string): Prom
     CACHE_DIR: join(work, 'module-cache'),
     READY_FILE: join(host, 'run', '.driver-ready'),
     LOCK_PATH: join(host, 'run', 'agent.lock'),
+    // The manifest's firmware host paths, moved into the node's directory like the rest.
+    FIRMWARE_HOST_DIR: join(host, 'var', 'lib', 'driver-rollout', 'firmware'),
+    HOST_FIRMWARE_ROOTS: join(host, 'lib', 'firmware'),
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
     KERNEL_ADAPTER: 'simulated',
@@ -300,7 +303,9 @@ async function driverDaemonSet(version: string, sourceDir: string, kc?: KubeConf
     }
   };
   set(spec.initContainers?.[0], { PREFLIGHT_MODULES: 'drsample_core,drsample_net' });
-  set(spec.containers[0], { DRIVER_VERSION: version, DRIVER_SOURCE_DIR: sourceDir, DRIVER_MODULES: 'drsample_net', MODULE_PARAMETERS: 'drsample_core.greeting=demo', MODULE_BLACKLIST: '' });
+  // The sample driver stands in for NVIDIA's: the manifest's NVIDIA load plan (pre-loading
+  // i2c_core and ipmi from the host's module tree) does not apply to it.
+  set(spec.containers[0], { DRIVER_VERSION: version, DRIVER_SOURCE_DIR: sourceDir, DRIVER_MODULES: 'drsample_net', MODULE_PARAMETERS: 'drsample_core.greeting=demo', MODULE_BLACKLIST: '', LOAD_PLAN: 'generic' });
   if (kc !== undefined) {
     const current = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'gpu-driver', namespace: NAMESPACE });
     const resourceVersion = current.metadata?.resourceVersion;
