@@ -20,7 +20,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, type KubeConfig, t
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
@@ -182,6 +182,9 @@ async function prepareDriverSources(work: string, versions: readonly string[]): 
   return out;
 }
 
+/** The agents' module cache, outside the repository like the test bed's binaries. */
+const DEMO_MODULE_CACHE = join(process.env['DRIVER_ROLLOUT_CACHE'] ?? join(homedir(), '.cache', 'driver-rollout'), 'demo-module-cache');
+
 /** The node's simulated host: 8 H100s in its sysfs, its own module tree, run dir and lock. */
 async function nodeHost(work: string, node: string, kernelVersion: string): Promise<Record<string, string>> {
   const host = join(work, 'nodes', node);
@@ -199,7 +202,8 @@ async function nodeHost(work: string, node: string, kernelVersion: string): Prom
     SYS_MODULE_ROOT: join(sysfs, 'module'),
     MODULE_ROOT: join(host, 'root'),
     MODPROBE_CONFIG_DIR: join(host, 'run', 'modprobe.d'),
-    CACHE_DIR: join(work, 'module-cache'),
+    // Kept across demo runs (keyed by sources, kernel and compiler), so a warm demo compiles nothing.
+    CACHE_DIR: DEMO_MODULE_CACHE,
     READY_FILE: join(host, 'run', '.driver-ready'),
     LOCK_PATH: join(host, 'run', 'agent.lock'),
     // The manifest's firmware host paths, moved into the node's directory like the rest.
