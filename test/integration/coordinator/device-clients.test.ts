@@ -1,13 +1,14 @@
 import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../../bed/wait-until.ts';
-import { isPodReady, TEST_NODE_LABEL, useRolloutWorlds } from './harness.ts';
+import { isPodReady, useRolloutWorlds } from './harness.ts';
+import { createDevicePlugin, DEVICE_PLUGIN_LABEL, devicePluginPods } from './operand-daemonset.ts';
 
 // A device-plugin-like DaemonSet selected by the GPU Operator's operand label, on the real
 // control plane (its DaemonSet controller removes and recreates the pods as the label changes).
 
 const worlds = useRolloutWorlds({ beforeAll, afterEach });
-const PLUGIN = 'nvidia.com/gpu.deploy.device-plugin';
+const PLUGIN = DEVICE_PLUGIN_LABEL;
 
 describe('device clients around the driver restart', () => {
   it('the operand DaemonSet’s pod is gone before the driver pod is replaced and back once the new driver is Ready; the label gets its value back', async () => {
@@ -15,25 +16,8 @@ describe('device clients around the driver restart', () => {
     await world.setUp([{ labels: { [PLUGIN]: 'true' } }]);
     const node = world.nodeNames[0] ?? '';
     await world.createDriver('driver:v1');
-    await world.apps.createNamespacedDaemonSet({
-      namespace: world.ns.name,
-      body: {
-        metadata: { name: 'device-plugin' },
-        spec: {
-          selector: { matchLabels: { app: 'device-plugin' } },
-          template: {
-            metadata: { labels: { app: 'device-plugin' } },
-            spec: {
-              nodeSelector: { [TEST_NODE_LABEL]: world.id, [PLUGIN]: 'true' },
-              tolerations: [{ operator: 'Exists' }],
-              terminationGracePeriodSeconds: 0,
-              containers: [{ name: 'plugin', image: 'device-plugin:v1' }],
-            },
-          },
-        },
-      },
-    });
-    const pluginPods = async (): Promise<V1Pod[]> => (await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'app=device-plugin' })).items;
+    await createDevicePlugin(world, { name: 'plugin', image: 'device-plugin:v1' });
+    const pluginPods = (): Promise<V1Pod[]> => devicePluginPods(world);
     await waitFor('the device plugin Ready', async () => (await pluginPods()).some(isPodReady));
     // The test's driver is not named gpu, so the GPU Operator's labels are not the default here.
     await world.createRollout({ upgradePolicy: { clients: { operandLabels: [PLUGIN] } } });
