@@ -147,8 +147,14 @@ export class CoordinatorMetrics {
     this.reconcileSeconds.observe(seconds);
   }
 
+  /**
+   * On losing the Lease the replica drops its rollout series: a standby exports none, as before
+   * it ever led. Kept, its last values would stand beside the new leader's for as long as the
+   * process lives, and the chart's alerts (max over the replicas) would keep reading them.
+   */
   setLeader(isLeader: boolean): void {
     this.leader.set(isLeader ? 1 : 0);
+    if (!isLeader) for (const sample of [...this.samples.values()]) this.forgetRollout(sample.labels);
   }
 }
 

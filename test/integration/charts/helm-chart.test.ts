@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCachedBuild } from '../../bed/ensure-binaries.ts';
 import { ensureHelm } from '../../bed/ensure-helm.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
@@ -22,7 +23,10 @@ const kubectl = join(cluster.binDir, 'kubectl');
 const id = uniqueTestId('chart');
 /** Keeps the chart's coordinator pods Pending: the shared cluster's KWOK nodes belong to other tests. */
 const NO_NODE = `coordinator.nodeSelector.driver-rollout\\.test/nowhere=${id}`;
+const MONITORING = 'metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true';
 let helm = '';
+/** prometheus-operator's ServiceMonitor and PrometheusRule CRDs (test/bed/fetch-prometheus-operator-crds.sh). */
+let monitoringCrds = '';
 let ns: TestNamespace;
 const gpuNode = `${id}-gpu`;
 const plainNode = `${id}-plain`;
@@ -33,7 +37,7 @@ async function helmTemplate(release: string, namespace: string, ...args: string[
 }
 
 beforeAll(async () => {
-  helm = await ensureHelm();
+  [helm, monitoringCrds] = await Promise.all([ensureHelm(), runCachedBuild(join(ROOT, 'test/bed/fetch-prometheus-operator-crds.sh'))]);
   await installCrd(kc);
   ns = await createTestNamespace(kc, 'chart');
 });
@@ -73,13 +77,24 @@ describe('the Helm chart', () => {
     const rule = on.find((d) => d.kind === 'PrometheusRule') as KubernetesObject & { spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
     expect(rule.spec.groups[0]?.rules.map((r) => r.alert)).toEqual(['DriverRolloutNodeFailed', 'DriverRolloutHalted', 'DriverRolloutStuck']);
     expect(rule.spec.groups[0]?.rules.map((r) => r.expr).join('\n')).toMatch(/driver_rollout_nodes_upgrades_failed[\s\S]*driver_rollout_halted[\s\S]*driver_rollout_nodes_upgrades_done/);
-    expect(on.find((d) => d.kind === 'ServiceMonitor')).toMatchObject({ spec: { endpoints: [{ port: 'metrics', honorLabels: true }] } });
+    const monitor = on.find((d) => d.kind === 'ServiceMonitor') as KubernetesObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } };
+    expect(monitor).toMatchObject({ spec: { endpoints: [{ port: 'metrics', honorLabels: true }] } });
+    // It selects exactly the coordinator's metrics Service, by labels that Service carries, and a port it names.
+    const selected = on.filter((d) => d.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => d.metadata?.labels?.[k] === v)) as (KubernetesObject & { spec: { ports: { name: string }[] } })[];
+    expect(selected.map((d) => d.metadata?.name)).toEqual(['driver-rollout-coordinator-metrics']);
+    expect(selected[0]?.spec.ports.map((p) => p.name)).toContain(monitor.spec.endpoints[0]?.port);
   });
 
-  it('applies to a real API server without warnings; a driver pod lands only on the node NFD labels with the device', async () => {
+  it('applies to a real API server without warnings, the ServiceMonitor and PrometheusRule to prometheus-operator\'s CRDs; a driver pod lands only on the node NFD labels with the device', async () => {
     const release = `r${id}`;
+    // kubectl validates strictly: an unknown or mistyped field of the monitoring objects is an error.
+    const crds = await run(kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '--server-side', '--force-conflicts', '-f', monitoringCrds]);
+    expect(crds.stderr).toBe('');
+    await run(kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, 'wait', '--for=condition=Established', '--timeout=120s',
+      'crd/servicemonitors.monitoring.coreos.com', 'crd/prometheusrules.monitoring.coreos.com']);
     const started = performance.now();
-    const objects = await helmTemplate(release, ns.name, '--set', NO_NODE);
+    const objects = await helmTemplate(release, ns.name, '--set', NO_NODE, '--set', MONITORING);
+    expect(objects.filter((o) => o.kind === 'ServiceMonitor' || o.kind === 'PrometheusRule').map((o) => o.kind).sort()).toEqual(['PrometheusRule', 'ServiceMonitor']);
     const rendered = objects.map((o) => JSON.stringify(o)).join('\n');
     const file = join(await mkdtemp(join(tmpdir(), 'chart-')), 'rendered.json');
     await writeFile(file, rendered);
@@ -88,6 +103,10 @@ describe('the Helm chart', () => {
       const { stdout, stderr } = await run(kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '-f', file]);
       expect(stderr).toBe('');
       expect(stdout.trim().split('\n')).toHaveLength(objects.length);
+      const custom = kc.makeApiClient(CustomObjectsApi);
+      const stored = (await custom.getNamespacedCustomObject({ group: 'monitoring.coreos.com', version: 'v1', namespace: ns.name, plural: 'prometheusrules', name: `${release}-driver-rollout-coordinator` })) as { spec: unknown };
+      expect(stored.spec).toEqual((objects.find((o) => o.kind === 'PrometheusRule') as KubernetesObject & { spec: unknown }).spec);
+      await custom.getNamespacedCustomObject({ group: 'monitoring.coreos.com', version: 'v1', namespace: ns.name, plural: 'servicemonitors', name: `${release}-driver-rollout-coordinator` });
 
       await createFakeNodes(kc, [
         { name: gpuNode, labels: { 'feature.node.kubernetes.io/pci-10de.present': 'true' } },

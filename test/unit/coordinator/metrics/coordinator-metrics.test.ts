@@ -27,6 +27,19 @@ describe('CoordinatorMetrics: the GPU Operator names, for existing dashboards', 
     expect(text).toContain('driver_rollout_nodes_upgrades_failed{namespace="a",rollout="ofed",driver="ofed"} 7');
   });
 
+  it('drops every rollout series when it loses the Lease: a standby exports no stale values beside the new leader', async () => {
+    const metrics = new CoordinatorMetrics();
+    metrics.setLeader(true);
+    metrics.setRolloutCounts({ namespace: 'a', rollout: 'gpu', driver: 'gpu' }, counts({ done: 3, failed: 1 }), true, true);
+    metrics.setRolloutCounts({ namespace: 'a', rollout: 'ofed', driver: 'ofed' }, counts({ pending: 2 }), true);
+    expect(await metrics.registry.metrics()).toContain('driver_rollout_halted{namespace="a",rollout="gpu",driver="gpu"} 1');
+    metrics.setLeader(false);
+    const text = await metrics.registry.metrics();
+    expect(text.split('\n').filter((l) => l.startsWith('driver_rollout_') && l.includes('rollout='))).toEqual([]);
+    expect(unlabelled(text, 'gpu_operator_nodes_upgrades_failed')).toBe(0);
+    expect(unlabelled(text, 'driver_rollout_coordinator_is_leader')).toBe(0);
+  });
+
   it('drops a deleted rollout from the sums; auto-upgrade is 0 when no gpu rollout enables it', async () => {
     const metrics = new CoordinatorMetrics();
     const gpu = { namespace: 'a', rollout: 'gpu', driver: 'gpu' };
