@@ -18,17 +18,25 @@ if (dir === undefined || module === undefined) {
 }
 const path = join(dir, module);
 const stop = new AbortController();
+// Neither a signal listener, an open FileHandle nor a pending promise keeps Node's event loop
+// alive: without a ref'd handle the process ends right after opening the file ("unsettled
+// top-level await", exit 13) and lets go of it. This timer is that handle until SIGTERM.
+const keepAlive = setInterval(() => undefined, 3_600_000);
 process.once('SIGTERM', () => {
+  clearInterval(keepAlive);
   stop.abort();
 });
 
 let device: FileHandle | undefined;
+let waiting = false;
 while (device === undefined && !stop.signal.aborted) {
   try {
     device = await open(path, 'r');
     process.stdout.write(`holding ${path} open (pid ${process.pid})\n`);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if (!waiting) process.stdout.write(`waiting for ${path}\n`);
+    waiting = true;
     await sleep(500, undefined, { signal: stop.signal }).catch(() => undefined);
   }
 }

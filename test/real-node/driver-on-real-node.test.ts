@@ -17,11 +17,11 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driverKeys } from '../../shared/keys.ts';
-import { BookmarkedWatch } from '../../coordinator/cluster/bookmarked-watch.ts';
 import { apiErrorMessage } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { runCachedBuild } from '../bed/ensure-binaries.ts';
 import { freePort } from '../bed/free-port.ts';
+import { keepWatching } from '../bed/keep-watching.ts';
 import { waitUntil } from '../bed/wait-until.ts';
 import { OTHER_NODE, REAL_NODE_LABEL, realNodeCluster } from './real-node-cluster.ts';
 import { chartObjects } from './chart-objects.ts';
@@ -271,13 +271,13 @@ function watchFirstInstall(workloadUid: string | undefined, seen: (what: string,
     if (podBlocked && marked) seen('blocked-while-marked');
   };
   const watches = [
-    keepWatching('/api/v1/nodes', { fieldSelector: `metadata.name=${NODE}` }, (_type: string, n: V1Node) => {
+    keepWatching(kc, '/api/v1/nodes', { fieldSelector: `metadata.name=${NODE}` }, (_type: string, n: V1Node) => {
       marked = n.metadata?.annotations?.[keys.waitForSafeLoad] === 'true';
       if (marked) seen('marked');
       checkBlocked();
       if (n.spec?.unschedulable === true) seen('cordoned');
     }),
-    keepWatching(`/api/v1/namespaces/${INSTALL_NAMESPACE}/pods`, { labelSelector: `app.kubernetes.io/name=${DS}` }, (_type: string, pod: V1Pod) => {
+    keepWatching(kc, `/api/v1/namespaces/${INSTALL_NAMESPACE}/pods`, { labelSelector: `app.kubernetes.io/name=${DS}` }, (_type: string, pod: V1Pod) => {
       const states = containerStates(pod);
       podBlocked = states.init === 'running' && states.agent === 'waiting';
       checkBlocked();
@@ -287,44 +287,12 @@ function watchFirstInstall(workloadUid: string | undefined, seen: (what: string,
       }
       if (states.agent === 'running') seen('agent-running');
     }),
-    keepWatching(`/api/v1/namespaces/${WORKLOAD_NS}/pods`, {}, (type: string, pod: V1Pod) => {
+    keepWatching(kc, `/api/v1/namespaces/${WORKLOAD_NS}/pods`, {}, (type: string, pod: V1Pod) => {
       if (pod.metadata?.uid === workloadUid && (type === 'DELETED' || pod.metadata?.deletionTimestamp !== undefined)) seen('drained');
     }),
   ];
   return () => {
     for (const stop of watches) stop();
-  };
-}
-
-/**
- * A watch that re-opens from the last resourceVersion it saw whenever it ends, until stopped.
- * client-node ends a watch after 30 s without an event (BookmarkedWatch asks for bookmarks and
- * waits 3 min); on a loaded machine the pods can be quiet longer than 30 s between two steps.
- */
-function keepWatching(path: string, query: Record<string, string>, handle: (type: string, object: V1Node & V1Pod) => void): () => void {
-  let stopped = false;
-  let current: AbortController | undefined;
-  let resourceVersion: string | undefined;
-  const open = (): void => {
-    if (stopped) return;
-    const params = resourceVersion === undefined ? query : { ...query, resourceVersion };
-    new BookmarkedWatch(kc).watch(path, params, (type: string, apiObject: unknown) => {
-      const object = apiObject as V1Node & V1Pod;
-      resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
-      if (type !== 'BOOKMARK') handle(type, object);
-    }, (error: unknown) => {
-      // 410 Gone: the resourceVersion is too old; start again from a fresh list.
-      if (error !== null && error !== undefined) resourceVersion = undefined;
-      setTimeout(open, 200);
-    }).then((request) => {
-      current = request;
-      if (stopped) request.abort();
-    }, () => setTimeout(open, 1_000));
-  };
-  open();
-  return () => {
-    stopped = true;
-    current?.abort();
   };
 }
 

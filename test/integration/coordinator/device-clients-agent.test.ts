@@ -1,17 +1,17 @@
-import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findDeviceUsers, type DeviceUser } from '../../../agent/kernel/find-device-users.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../../../coordinator/policy/driver-rollout-spec.ts';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
+import { keepWatching } from '../../bed/keep-watching.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
 import { AGENT_DRIVER_MODULE, AGENT_TEST_LEASE, AgentDriver } from './agent-driver.ts';
 import { isPodReady, useRolloutWorlds } from './harness.ts';
 import { createDevicePlugin, DEVICE_PLUGIN_LABEL } from './operand-daemonset.ts';
 
-// NOT PASSING YET (parked, not run: the name does not end in .test.ts). Written for issue 11's
-// "the agent (process kubelet, simulated kernel with a holder) loads without DriverInUse"; never
-// completed here: at load 35-40 on the shared 2-core machine the first kbuild of the sample driver
-// took over 10 minutes. Rename to device-clients-agent.test.ts once it has passed.
+// Un-parked: it failed because the device client (test/doubles/simulated-device-client.ts) exited
+// right after opening the device file (nothing kept its event loop alive), so nothing ever held
+// the driver; then its watch of the agent's reasons ended after 30 s of quiet (client-node's
+// limit) and missed DriverInUse. First passed at load ~12: 160 s.
 
 const worlds = useRolloutWorlds({ beforeAll, afterEach });
 
@@ -38,16 +38,19 @@ describe('device clients around the driver restart, real agent', () => {
     const before = await waitUntil('the plugin’s process holding the driver’s device', async () => {
       const users = await holders();
       return users.length > 0 ? users : undefined;
-    }, { timeoutMs: 120_000, intervalMs: 500 });
+    }, { timeoutMs: 120_000, intervalMs: 500 }).catch(async (error: unknown) => {
+      throw new Error(`no process holds the device files in ${agents.deviceDir(node)}; logs:\n${await agents.logs()}`, { cause: error });
+    });
 
     // Every reason the agent's condition takes on any driver pod, from here on.
     const reasons: string[] = [];
-    const request = await new Watch(world.kc).watch(`/api/v1/namespaces/${world.ns.name}/pods`, { labelSelector: 'app=driver' }, (_type: string, pod: V1Pod) => {
+    // Re-opened whenever it ends: the driver pods are quiet for minutes between the steps below.
+    const stopWatching = keepWatching(world.kc, `/api/v1/namespaces/${world.ns.name}/pods`, { labelSelector: 'app=driver' }, (_type, pod) => {
       const reason = pod.status?.conditions?.find((c) => c.type === world.keys.driverReadyCondition)?.reason;
       if (reason !== undefined && reasons.at(-1) !== reason) reasons.push(reason);
-    }, () => undefined);
+    });
     world.onTearDown(() => {
-      request.abort();
+      stopWatching();
       return Promise.resolve();
     });
     await world.createRollout({ upgradePolicy: { clients: { operandLabels: [DEVICE_PLUGIN_LABEL] } } });

@@ -1,0 +1,35 @@
+import type { KubeConfig, V1Node, V1Pod } from '@kubernetes/client-node';
+import { BookmarkedWatch } from '../../coordinator/cluster/bookmarked-watch.ts';
+
+/**
+ * A watch that re-opens from the last resourceVersion it saw whenever it ends, until the returned
+ * function stops it. client-node ends a watch after 30 s without an event (BookmarkedWatch asks
+ * for bookmarks and waits 3 min); on a loaded machine the watched objects can be quiet longer
+ * than that between two steps of a test, and a plain Watch then misses everything after.
+ */
+export function keepWatching(kc: KubeConfig, path: string, query: Record<string, string>, handle: (type: string, object: V1Node & V1Pod) => void): () => void {
+  let stopped = false;
+  let current: AbortController | undefined;
+  let resourceVersion: string | undefined;
+  const open = (): void => {
+    if (stopped) return;
+    const params = resourceVersion === undefined ? query : { ...query, resourceVersion };
+    new BookmarkedWatch(kc).watch(path, params, (type: string, apiObject: unknown) => {
+      const object = apiObject as V1Node & V1Pod;
+      resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
+      if (type !== 'BOOKMARK') handle(type, object);
+    }, (error: unknown) => {
+      // 410 Gone: the resourceVersion is too old; start again from a fresh list.
+      if (error !== null && error !== undefined) resourceVersion = undefined;
+      setTimeout(open, 200);
+    }).then((request) => {
+      current = request;
+      if (stopped) request.abort();
+    }, () => setTimeout(open, 1_000));
+  };
+  open();
+  return () => {
+    stopped = true;
+    current?.abort();
+  };
+}
