@@ -20,14 +20,13 @@ export interface ChartSite {
   readonly nodeSelector: Readonly<Record<string, string>>;
   /** The node's work dir: the agent's writable host paths go under `<hostDir>/host/`. */
   readonly hostDir: string;
-  readonly coordinatorPort: number;
 }
 
 /**
  * `helm template` of the chart as a user installs it (CRDs included), with values only for what
  * this machine needs: the GPU driver only (this machine has no NIC for the OFED example either),
- * on the real node, drain on (pod deletion off, so that the drain runs), the writable host paths under the node's work dir, one
- * coordinator replica on a free metrics port. Objects in apply order.
+ * on the real node, drain on (pod deletion off, so that the drain runs), the writable host paths under the node's work dir, the
+ * coordinator (its two replicas, PodDisruptionBudget and metrics port as by default) on the real node. Objects in apply order.
  */
 export async function chartObjects(site: ChartSite): Promise<KubernetesObject[]> {
   const helm = await runCachedBuild(join(REPO, 'test/bed/build-helm.sh'));
@@ -36,7 +35,7 @@ export async function chartObjects(site: ChartSite): Promise<KubernetesObject[]>
     hostPaths: Record<string, string>;
     drivers: { name: string; enabled: boolean; nodeSelector: Record<string, string>; upgradePolicy: { drain: Record<string, unknown>; podDeletion?: Record<string, unknown> } }[];
   };
-  values.coordinator = { ...values.coordinator, replicas: 1, nodeSelector: site.nodeSelector, metricsPort: site.coordinatorPort };
+  values.coordinator = { ...values.coordinator, nodeSelector: site.nodeSelector };
   for (const key of ['runDriverRollout', 'modprobeD', 'moduleCache'] as const) {
     const path = values.hostPaths[key];
     if (path === undefined) throw new Error(`chart values have no hostPaths.${key}`);

@@ -3,7 +3,9 @@ import {
   AuthenticationV1Api,
   CoordinationV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   KubeConfig,
+  PolicyV1Api,
   type KubernetesObject,
   type V1ContainerStatus,
   type V1Node,
@@ -17,7 +19,7 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driverKeys } from '../../shared/keys.ts';
-import { apiErrorMessage } from '../../shared/kube/api-error.ts';
+import { apiErrorMessage, apiStatusCode, isNotFound } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { runCachedBuild } from '../bed/ensure-binaries.ts';
 import { freePort } from '../bed/free-port.ts';
@@ -40,18 +42,40 @@ const kc = cluster.kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
 const apps = kc.makeApiClient(AppsV1Api);
 const leases = kc.makeApiClient(CoordinationV1Api);
+const policy = kc.makeApiClient(PolicyV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
 const NODE = cluster.node.name;
 const keys = driverKeys('gpu', 'nvidia.com');
 const WORKLOAD_NS = 'workload';
 /** Names the chart gives (release `driver-rollout`, driver `gpu`). */
 const DS = 'driver-rollout-gpu';
 const LEASE = 'driver-rollout-coordinator';
+/** The coordinator's PodDisruptionBudget (the chart names it like the Deployment and the Lease). */
+const COORDINATOR_PDB = 'driver-rollout-coordinator';
 const DRIVER_SERVICE_ACCOUNT = 'driver-rollout-driver';
 const ALL_STATES = [
   'upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required',
   'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-done',
 ];
 let modulesBefore: string;
+
+/** The coordinator's pods not being deleted, by name. */
+const coordinatorPods = async (): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=coordinator' })).items
+    .filter((p) => p.metadata?.deletionTimestamp === undefined)
+    .sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+const leaseHolder = async (): Promise<string | undefined> => (await leases.readNamespacedLease({ name: LEASE, namespace: INSTALL_NAMESPACE })).spec?.holderIdentity;
+const leaderPod = async (): Promise<V1Pod | undefined> => {
+  const holder = await leaseHolder();
+  return (await coordinatorPods()).find((p) => p.metadata?.name === holder);
+};
+/** A coordinator pod's /metrics, from its address on the node's bridge; '' when it does not answer. */
+async function scrapeMetrics(pod: V1Pod | undefined): Promise<string> {
+  const port = pod?.spec?.containers[0]?.ports?.find((p) => p.name === 'metrics')?.containerPort;
+  const ip = pod?.status?.podIP;
+  if (ip === undefined || port === undefined) return '';
+  return await fetch(`http://${ip}:${String(port)}/metrics`, { signal: AbortSignal.timeout(5_000) }).then(async (r) => await r.text(), () => '');
+}
 
 const node = async (): Promise<V1Node> => await core.readNode({ name: NODE });
 const driverPods = async (): Promise<V1Pod[]> =>
@@ -107,20 +131,16 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
   };
   let blockedWhileMarked: boolean;
   let workloadUid: string | undefined;
-  let coordinatorPort = 0;
 
   it('the init container blocks the agent until the real coordinator (leader-elected) has cordoned and drained the node', { timeout: 600_000 }, async () => {
     workloadUid = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items[0]?.metadata?.uid;
-    coordinatorPort = await freePort();
-    const rendered = await chartObjects({
-      namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir, coordinatorPort,
-    });
+    const rendered = await chartObjects({ namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir });
     const objects = adaptToRealNode(rendered, {
       apiPort: cluster.apiPort,
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       hostDir: cluster.node.dir,
       agentPort: await freePort(),
-      coordinatorPort,
+      podApi: cluster.node.podApi,
       drainSkipLabel: keys.drainSkip,
     });
     expect(objects.filter((o) => o.kind === 'DaemonSet').map((o) => o.metadata?.name)).toEqual([DS]);
@@ -148,11 +168,11 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     const initLog = await cluster.containerLog(INSTALL_NAMESPACE, pod?.metadata?.name ?? '', 'safe-load-gate');
     expect(initLog).toContain('node marked: waiting for safe load');
     expect(initLog).toContain('safe-load annotation cleared');
-    // The coordinator ran as a pod of the shipped Deployment and held the Lease.
-    const coordinatorPod = (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=coordinator' })).items[0];
-    expect(coordinatorPod?.spec?.nodeName).toBe(NODE);
+    // The coordinator ran as a pod of the shipped Deployment (two replicas) and one of them held the Lease.
+    const pods = await coordinatorPods();
+    expect(pods.map((p) => p.spec?.nodeName)).toEqual([NODE, NODE]);
     const lease = await leases.readNamespacedLease({ name: LEASE, namespace: INSTALL_NAMESPACE });
-    expect(lease.spec?.holderIdentity).toBe(coordinatorPod?.metadata?.name);
+    expect(pods.map((p) => p.metadata?.name)).toContain(lease.spec?.holderIdentity);
   });
 
   it('the kubelet keeps the pod not Ready until the agent\'s readiness-gate condition is True', { timeout: 300_000 }, async () => {
@@ -237,9 +257,9 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
   });
 
   it('the coordinator pod serves NVIDIA\'s GPU Operator metric names next to its own, and every metric the chart\'s PrometheusRule reads', { timeout: 120_000 }, async () => {
-    // hostNetwork: the coordinator's metrics port is on this machine's loopback.
+    // The leader's pod, on the node's bridge: its address is reachable from this machine.
     const text = await waitUntil('the leader to export the finished rollout', async () => {
-      const body = await fetch(`http://127.0.0.1:${String(coordinatorPort)}/metrics`).then(async (r) => await r.text(), () => '');
+      const body = await scrapeMetrics(await leaderPod());
       return sample(body, 'gpu_operator_nodes_upgrades_done') === 1 ? body : undefined;
     }, { timeoutMs: 60_000, intervalMs: 1_000 });
     const ours = { namespace: INSTALL_NAMESPACE, rollout: DS, driver: 'gpu' };
@@ -256,6 +276,74 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     expect(read.length).toBeGreaterThanOrEqual(4);
     const exported = new Set(text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]));
     expect(read.filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  it('two coordinator replicas: both Ready, one holds the Lease; the PDB allows one eviction and refuses a second; the leader\'s deletion hands over to the other, which acts', { timeout: 600_000 }, async () => {
+    const ready = (p: V1Pod): boolean => p.status?.phase === 'Running' && condition(p, 'Ready') === 'True';
+    const bothReady = async (what: string): Promise<V1Pod[]> => await waitUntil(what, async () => {
+      const pods = await coordinatorPods();
+      return pods.length === 2 && pods.every(ready) ? pods : undefined;
+    }, { timeoutMs: 300_000, intervalMs: 1_000 });
+    const pods = await bothReady('both coordinator replicas Running and Ready');
+    expect(pods.map((p) => p.spec?.nodeName)).toEqual([NODE, NODE]);
+    // Not the host's network: each replica has its own address and listens on the shipped port.
+    expect(new Set(pods.map((p) => p.status?.podIP)).size).toBe(2);
+    expect(pods.map((p) => p.spec?.hostNetwork)).toEqual([undefined, undefined]);
+
+    // Exactly one holds the Lease, and each replica's own gauge agrees.
+    const leaderName = await leaseHolder();
+    const leader = pods.find((p) => p.metadata?.name === leaderName);
+    const standby = pods.find((p) => p !== leader);
+    expect(leader).toBeDefined();
+    const gauges = await waitUntil('both replicas to answer /metrics', async () => {
+      const values = await Promise.all(pods.map(async (p) => sample(await scrapeMetrics(p), 'driver_rollout_coordinator_is_leader')));
+      return values.every((v) => v !== undefined) ? values : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 1_000 });
+    expect(gauges).toEqual(pods.map((p) => (p === leader ? 1 : 0)));
+
+    // The PodDisruptionBudget (maxUnavailable 1): one eviction allowed, a second refused while one is gone.
+    await waitUntil('the PDB to allow one disruption', async () => {
+      const pdb = await policy.readNamespacedPodDisruptionBudget({ name: COORDINATOR_PDB, namespace: INSTALL_NAMESPACE });
+      return pdb.status?.disruptionsAllowed === 1 && pdb.status.currentHealthy === 2 ? true : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 1_000 });
+    const evict = async (pod: V1Pod | undefined): Promise<string> => {
+      const name = pod?.metadata?.name ?? '';
+      return await core.createNamespacedPodEviction({ name, namespace: INSTALL_NAMESPACE, body: { metadata: { name, namespace: INSTALL_NAMESPACE } } })
+        .then(() => 'evicted', (error: unknown) => `${String(apiStatusCode(error))} ${apiErrorMessage(error)}`);
+    };
+    expect(await evict(standby)).toBe('evicted');
+    const refused = await evict(leader);
+    expect(refused).toMatch(/^429 /);
+    expect(refused).toContain('disruption budget');
+    expect(await leaseHolder()).toBe(leaderName);
+
+    // The Deployment replaces the evicted replica; then the leader goes (deleted: SIGTERM, as in a
+    // drain or a rollout) and the other replica takes the Lease.
+    await bothReady('the evicted replica to be replaced, both Ready');
+    await core.deleteNamespacedPod({ name: leaderName ?? '', namespace: INSTALL_NAMESPACE });
+    const newLeaderName = await waitUntil('another replica to take the Lease', async () => {
+      const holder = await leaseHolder();
+      return holder !== undefined && holder !== '' && holder !== leaderName ? holder : undefined;
+    }, { timeoutMs: 180_000, intervalMs: 500 });
+    await waitUntil('the old leader to be gone', async () =>
+      await core.readNamespacedPod({ name: leaderName ?? '', namespace: INSTALL_NAMESPACE }).then(() => undefined, (error: unknown) => (isNotFound(error) ? true : undefined)), {
+      timeoutMs: 120_000, intervalMs: 1_000,
+    });
+
+    // It acts: a spec change of the DriverRollout gets a status of that generation (no other
+    // coordinator is left to write it), and its gauges show the rollout it took over.
+    const rollout = { group: 'driverrollout.io', version: 'v1alpha1', namespace: INSTALL_NAMESPACE, plural: 'driverrollouts', name: DS };
+    const patched = (await custom.patchNamespacedCustomObject({ ...rollout, body: { spec: { upgradePolicy: { maxParallelUpgrades: 2 } } } }, MERGE_PATCH)) as { metadata: { generation: number } };
+    await waitUntil('the new leader to write the status of the new generation', async () => {
+      const r = (await custom.getNamespacedCustomObject(rollout)) as { status?: { observedGeneration?: number } };
+      return r.status?.observedGeneration === patched.metadata.generation ? true : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 500 });
+    const newLeader = (await coordinatorPods()).find((p) => p.metadata?.name === newLeaderName);
+    const text = await waitUntil('the new leader to export the rollout', async () => {
+      const body = await scrapeMetrics(newLeader);
+      return sample(body, 'driver_rollout_coordinator_is_leader') === 1 && sample(body, 'gpu_operator_nodes_upgrades_done') === 1 ? body : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 1_000 });
+    expect(sample(text, 'driver_rollout_nodes_upgrades_done', { namespace: INSTALL_NAMESPACE, rollout: DS, driver: 'gpu' })).toBe(1);
   });
 });
 

@@ -17,7 +17,7 @@ export async function setup(project: TestProject): Promise<void> {
   if (node === undefined) throw new Error('the real-node profile started no real node');
   process.stderr.write(`[test-bed] real-node control plane ready in ${Date.now() - started} ms (${plane.server}, ${plane.workDir})\n`);
   project.provide('realNodeKubeconfigPath', plane.kubeconfigPath);
-  project.provide('realNode', { name: node.name, dir: node.dir, imagesDir: node.imagesDir, server: plane.server, binDir: plane.binDir });
+  project.provide('realNode', { name: node.name, dir: node.dir, imagesDir: node.imagesDir, server: plane.server, binDir: plane.binDir, podApi: node.podApi });
 }
 
 export async function teardown(): Promise<void> {

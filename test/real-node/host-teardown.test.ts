@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { containerdConfig, LOOPBACK_CNI } from '../bed/real-node/containerd-config.ts';
+import { containerdConfig, LOOPBACK_CNI, parsePodNetwork } from '../bed/real-node/containerd-config.ts';
 import { waitUntil } from '../bed/wait-until.ts';
 
 // host.sh's guard, on its own (the shared bring-up stays up): a runner that dies by SIGKILL
-// still has its node's runtime killed, its mounts and cgroups removed, its registration
+// still has its node's runtime killed, its mounts, cgroups and pod-network bridge removed, its registration
 // with the machine-wide sysctl bookkeeping dropped, and its files removed.
 
 const run = promisify(execFile);
@@ -42,6 +42,9 @@ describe('test/bed/real-node/host.sh guard', () => {
     const cgroups = async (): Promise<string[]> => (await readdir('/sys/fs/cgroup')).filter((h) => h !== 'unified').map((h) => join('/sys/fs/cgroup', h, `drtest-${id}`));
     expect((await Promise.all((await cgroups()).map(exists))).some(Boolean)).toBe(true);
     expect(await exists(`/run/driver-rollout-real-node/users/${id}`)).toBe(true);
+    const { bridge, gateway } = parsePodNetwork(await readFile(join(dir, 'pod-network.env'), 'utf8'));
+    const bridgeAddress = async (): Promise<string> => (await run('ip', ['-o', '-4', 'addr', 'show', 'dev', bridge]).catch(() => ({ stdout: '' }))).stdout;
+    expect(await bridgeAddress()).toContain(`${gateway}/24`);
 
     process.kill(ownerPid, 'SIGKILL');
     const containerdGone = new Promise<void>((done) => {
@@ -56,5 +59,6 @@ describe('test/bed/real-node/host.sh guard', () => {
     }, { timeoutMs: 60_000, intervalMs: 250 });
     const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(`${dir}/`));
     expect(mounts).toEqual([]);
+    expect(await bridgeAddress()).toBe('');
   });
 });

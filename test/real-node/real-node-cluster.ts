@@ -12,8 +12,19 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Admin kubeconfig of the `real-node` control plane that test/real-node/global-setup.ts started. */
     realNodeKubeconfigPath: string;
-    realNode: { name: string; dir: string; imagesDir: string; server: string; binDir: string };
+    realNode: RealNodeInfo;
   }
+}
+
+/** The real node, as global-setup.ts provides it. */
+export interface RealNodeInfo {
+  name: string;
+  dir: string;
+  imagesDir: string;
+  server: string;
+  binDir: string;
+  /** Where pods outside the host's network reach the API server (a hostAlias of `host` to `ip`). */
+  podApi: { host: string; ip: string; port: number };
 }
 
 /** Inside a real-node test: the run's control plane and its real node. */
@@ -21,7 +32,7 @@ export function realNodeCluster(): {
   kubeConfig(): KubeConfig;
   kubeconfigPath: string;
   binDir: string;
-  node: { name: string; dir: string; imagesDir: string; server: string; binDir: string };
+  node: RealNodeInfo;
   apiPort: number;
   containerLog(namespace: string, pod: string, container: string): Promise<string>;
 } {

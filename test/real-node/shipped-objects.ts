@@ -31,21 +31,27 @@ export interface RealNodeSite {
   readonly nodeSelector: Readonly<Record<string, string>>;
   /** The node's work dir: the agent's writable host paths go under `<hostDir>/host/`. */
   readonly hostDir: string;
-  /** Free ports on the machine for the agent's and the coordinator's HTTP servers (host network). */
+  /** A free port on the machine for the agent's HTTP server (host network). */
   readonly agentPort: number;
-  readonly coordinatorPort: number;
+  /**
+   * Where pods on the node's bridge reach the API server (test/bed/real-node/tcp-proxy.ts): `host`
+   * is a name in its certificate, mapped to `ip` by a hostAlias.
+   */
+  readonly podApi: { readonly host: string; readonly ip: string; readonly port: number };
   /** Label that keeps a pod out of the drain (the coordinator's own pod: see the README). */
   readonly drainSkipLabel: string;
 }
 
 /**
  * The shipped objects with only what this machine requires changed, nothing else:
- * - every pod: host network, KUBERNETES_SERVICE_HOST/PORT to the loopback API server, probes on
- *   127.0.0.1, its HTTP port a free one, scheduled to the real node only;
- * - driver DaemonSet: its writable host paths (/run/driver-rollout, /run/modprobe.d, the module
- *   cache) moved under the node's work dir, /sys and /lib/modules read-only;
- * - coordinator Deployment: one replica (two would need the same host port on the one node) that
- *   the drain skips, since it runs on the node it drains.
+ * - driver DaemonSet: host network, KUBERNETES_SERVICE_HOST/PORT to the loopback API server,
+ *   probes on 127.0.0.1, its HTTP port a free one, scheduled to the real node only; its writable
+ *   host paths (/run/driver-rollout, /run/modprobe.d, the module cache) moved under the node's
+ *   work dir, /sys and /lib/modules read-only;
+ * - coordinator Deployment: its pods on the node's pod network as shipped (each replica its own
+ *   address, so both listen on the shipped port; probes on the pod's address), scheduled to the
+ *   real node, which the drain skips (it runs on the node it drains); the API server through the
+ *   node's proxy: KUBERNETES_SERVICE_HOST/PORT and a hostAlias.
  */
 export function adaptToRealNode(objects: readonly KubernetesObject[], site: RealNodeSite): KubernetesObject[] {
   return objects.map((original) => {
@@ -56,18 +62,22 @@ export function adaptToRealNode(objects: readonly KubernetesObject[], site: Real
   });
 }
 
-function adaptPod(spec: V1PodSpec, site: RealNodeSite, port: number): void {
+function adaptHostNetworkPod(spec: V1PodSpec, site: RealNodeSite, port: number): void {
   spec.hostNetwork = true;
   spec.nodeSelector = { ...spec.nodeSelector, ...site.nodeSelector };
   for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-    c.env = [
-      ...(c.env ?? []).filter((e) => !['KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'].includes(e.name)),
-      { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-      { name: 'KUBERNETES_SERVICE_PORT', value: String(site.apiPort) },
-    ];
+    setApiServer(c, '127.0.0.1', site.apiPort);
     for (const p of c.ports ?? []) p.containerPort = port;
     for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) loopbackProbe(probe);
   }
+}
+
+function setApiServer(c: V1Container, host: string, port: number): void {
+  c.env = [
+    ...(c.env ?? []).filter((e) => !['KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'].includes(e.name)),
+    { name: 'KUBERNETES_SERVICE_HOST', value: host },
+    { name: 'KUBERNETES_SERVICE_PORT', value: String(port) },
+  ];
 }
 
 function loopbackProbe(probe: V1Probe | undefined): void {
@@ -77,7 +87,7 @@ function loopbackProbe(probe: V1Probe | undefined): void {
 function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
   const spec = ds.spec?.template.spec;
   if (spec === undefined) throw new Error(`DaemonSet ${ds.metadata?.name ?? ''} has no pod spec`);
-  adaptPod(spec, site, site.agentPort);
+  adaptHostNetworkPod(spec, site, site.agentPort);
   const agent = container(spec.containers, 'agent');
   setEnv(agent, 'HTTP_PORT', String(site.agentPort));
   for (const v of spec.volumes ?? []) {
@@ -95,11 +105,11 @@ function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
 function adaptDeployment(d: V1Deployment, site: RealNodeSite): void {
   const template = d.spec?.template;
   if (d.spec === undefined || template?.spec === undefined) throw new Error(`Deployment ${d.metadata?.name ?? ''} has no pod spec`);
-  d.spec.replicas = 1;
   template.metadata = Object.assign(template.metadata ?? {}, { labels: Object.assign(template.metadata?.labels ?? {}, { [site.drainSkipLabel]: 'true' }) });
-  adaptPod(template.spec, site, site.coordinatorPort);
-  const coordinator = container(template.spec.containers, 'coordinator');
-  coordinator.args = [...(coordinator.args ?? []).filter((a) => !a.startsWith('--metrics-port=')), `--metrics-port=${site.coordinatorPort}`];
+  const spec = template.spec;
+  spec.nodeSelector = { ...spec.nodeSelector, ...site.nodeSelector };
+  spec.hostAliases = [...(spec.hostAliases ?? []), { ip: site.podApi.ip, hostnames: [site.podApi.host] }];
+  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) setApiServer(c, site.podApi.host, site.podApi.port);
 }
 
 function container(containers: V1Container[], name: string): V1Container {

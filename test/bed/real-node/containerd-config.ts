@@ -55,3 +55,37 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 /** Only loopback: the node goes Ready with a CNI config, and its pods use the host's network. */
 export const LOOPBACK_CNI = `${JSON.stringify({ cniVersion: '1.0.0', name: 'drtest-loopback', plugins: [{ type: 'loopback' }] }, null, 2)}\n`;
+
+/** The node's pod network as host.sh setup made it (`<node dir>/pod-network.env`). */
+export interface PodNetwork {
+  readonly bridge: string;
+  /** A /24 no other interface on the machine has. */
+  readonly subnet: string;
+  /** The subnet's .1, on the bridge: the host as the pods reach it, on-link. */
+  readonly gateway: string;
+}
+
+/**
+ * Pods that do not use the host's network get an address on the node's bridge (Debian's CNI
+ * `bridge` and `host-local` plugins, leases under `ipamDir`): the bridge exists already and holds
+ * the gateway address, so the plugin adds no address, route, NAT rule or forwarding of its own.
+ * Host-network pods are not affected.
+ */
+export function podNetworkCni(net: PodNetwork, ipamDir: string): string {
+  return `${JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'drtest-pods',
+    plugins: [
+      { type: 'bridge', bridge: net.bridge, isGateway: false, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: net.subnet, gateway: net.gateway }]], dataDir: ipamDir } },
+      { type: 'loopback' },
+    ],
+  }, null, 2)}\n`;
+}
+
+/** Reads `pod-network.env` (BRIDGE=, SUBNET=, GATEWAY=). */
+export function parsePodNetwork(env: string): PodNetwork {
+  const values = Object.fromEntries(env.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  const { BRIDGE: bridge, SUBNET: subnet, GATEWAY: gateway } = values;
+  if (bridge === undefined || subnet === undefined || gateway === undefined) throw new Error(`pod-network.env lacks a value: ${env}`);
+  return { bridge, subnet, gateway };
+}

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The real node's effects on the host, outside its work dir, made and undone here (root):
 #
-#   host.sh setup    DIR ID   before containerd and the kubelet start
+#   host.sh setup    DIR ID   before containerd and the kubelet start; also makes the node's pod
+#                             network: a bridge with a free 10.250.N.0/24, written to DIR/pod-network.env
 #   host.sh teardown DIR ID   kills what the node runs, unmounts everything under DIR, removes
-#                             its cgroups, and, when it is the last real node on this machine,
+#                             its cgroups and its bridge, and, when it is the last real node on this machine,
 #                             restores the sysctls the kubelet rewrites and removes the host
 #                             directories the runtime hard-codes (when empty and made by us)
 #   host.sh guard OWNER DIR ID   waits for process OWNER to end, then runs teardown and removes
@@ -16,7 +17,7 @@
 set -uo pipefail
 cmd=$1
 state=/run/driver-rollout-real-node          # machine-wide: tmpfs, reset by a reboot like the sysctls
-sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 # Paths containerd 1.6 and the kubelet use whatever their configuration says.
 hardcoded=(/var/log/containers /run/containerd/fifo /run/containerd/runc /run/containerd/s /run/containerd /run/netns /var/lib/cni/results /var/lib/cni)
 
@@ -38,6 +39,7 @@ setup() {
     for p in "${hardcoded[@]}"; do [ -e "$p" ] || echo "$p" >> "$state/created"; done
   fi
   printf '%s\n' "$dir" > "$state/users/$id"
+  pod_network "$dir" "$id" || { flock -u 7; return 1; }
   flock -u 7
   for h in $(hierarchies); do
     mkdir -p "$h/drtest-$id"
@@ -45,6 +47,22 @@ setup() {
       cat "$h/cpuset.cpus" > "$h/drtest-$id/cpuset.cpus"; cat "$h/cpuset.mems" > "$h/drtest-$id/cpuset.mems"
     fi
   done
+}
+
+# The network of the node's pods that do not use the host's (CNI bridge plugin, isGateway false:
+# no route, no NAT, no forwarding): a bridge of its own holding the subnet's .1, which those pods
+# reach on-link (the test bed proxies the API server there). A /24 no interface has yet; under
+# the machine-wide lock, so concurrent nodes pick different ones.
+pod_network() {
+  local dir=$1 id=$2 n bridge used
+  bridge=drt$(printf '%s' "$id" | md5sum | cut -c1-8)
+  used=$(ip -o -4 addr show | awk '{print $4}')
+  for n in $(seq 1 254); do
+    grep -q "^10\.250\.$n\." <<< "$used" || break
+  done
+  ip link del "$bridge" 2>/dev/null
+  ip link add "$bridge" type bridge && ip addr add "10.250.$n.1/24" dev "$bridge" && ip link set "$bridge" up || { log "bridge $bridge not made"; return 1; }
+  printf 'BRIDGE=%s\nSUBNET=10.250.%s.0/24\nGATEWAY=10.250.%s.1\n' "$bridge" "$n" "$n" > "$dir/pod-network.env"
 }
 
 prune_users() { # forget nodes whose work dir is gone (their teardown never ran to the end)
@@ -67,7 +85,7 @@ node_pids() { # every process of the node: in its cgroups, or a containerd shim 
 }
 
 teardown() {
-  local dir=$1 id=$2 pid pgid h m i
+  local dir=$1 id=$2 pid pgid h m i bridge
   # The kubelet and containerd first (their process groups, recorded at start), so nothing restarts pods.
   for f in "$dir/kubelet.pgid" "$dir/containerd.pgid"; do
     [ -f "$f" ] && pgid=$(cat "$f") && [ "$pgid" -gt 1 ] && kill -KILL -- "-$pgid" 2>/dev/null
@@ -88,6 +106,11 @@ teardown() {
     [ -z "$m" ] && break
     while read -r p; do umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null; done <<< "$m"
   done
+  # The pods' network namespaces are gone with the mounts (their veths with them): the bridge last.
+  if [ -f "$dir/pod-network.env" ]; then
+    bridge=$(sed -n 's/^BRIDGE=//p' "$dir/pod-network.env")
+    [ -n "$bridge" ] && ip link show "$bridge" >/dev/null 2>&1 && { ip link del "$bridge" || log "bridge $bridge not removed"; }
+  fi
   for h in $(hierarchies); do
     [ -d "$h/drtest-$id" ] && find "$h/drtest-$id" -depth -type d -exec rmdir {} \; 2>/dev/null
     [ -d "$h/drtest-$id" ] && log "cgroup $h/drtest-$id not removed"

@@ -8,8 +8,9 @@ import { freePort } from '../free-port.ts';
 import { issueCertificate, type Pki } from '../generate-pki.ts';
 import { logTail, startSupervised, type SupervisedProcess } from '../supervised-process.ts';
 import { waitUntil } from '../wait-until.ts';
-import { containerdConfig, LOOPBACK_CNI } from './containerd-config.ts';
+import { containerdConfig, parsePodNetwork, podNetworkCni, type PodNetwork } from './containerd-config.ts';
 import { kubeletConfig } from './kubelet-config.ts';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 
 const run = promisify(execFile);
 const HOST_SCRIPT = join(import.meta.dirname, 'host.sh');
@@ -19,6 +20,8 @@ const CONTAINERD = '/usr/bin/containerd';
 const CTR = '/usr/bin/ctr';
 const RUNC = '/usr/sbin/runc';
 const CNI_BIN_DIR = '/usr/lib/cni';
+/** A name in the API server's certificate (test/bed/generate-pki.ts) that pods map to the proxy. */
+const POD_API_HOST = 'kubernetes.default.svc';
 
 /** The images the real node has, as `ctr` names them (test/images/build-images.sh). */
 export interface NodeImages {
@@ -34,6 +37,12 @@ export interface RealNode {
   readonly images: NodeImages;
   /** The image tarballs it was given (test/images/build-images.sh's output). */
   readonly imagesDir: string;
+  /**
+   * Where pods outside the host's network reach the API server: `host` resolves to nothing by
+   * itself (give the pod a hostAlias to `ip`); it is a name the serving certificate carries.
+   */
+  readonly podApi: { readonly host: string; readonly ip: string; readonly port: number };
+  readonly podNetwork: PodNetwork;
   /** Kills everything the node runs and undoes its host effects (host.sh teardown). */
   stop(): Promise<void>;
 }
@@ -61,7 +70,9 @@ export async function startRealNode(plane: ControlPlaneAccess, name = 'real-node
   const images = parseImages(await readFile(join(imagesDir, 'images.env'), 'utf8'));
   const dir = join(plane.workDir, 'node');
   const id = basename(plane.workDir);
+  let proxy: TcpProxy | undefined;
   const stop = async (): Promise<void> => {
+    await proxy?.close();
     await run('bash', [HOST_SCRIPT, 'teardown', dir, id]);
   };
   await mkdir(join(dir, 'cni', 'net.d'), { recursive: true });
@@ -71,7 +82,10 @@ export async function startRealNode(plane: ControlPlaneAccess, name = 'real-node
   try {
     const socket = join(dir, 'containerd', 'containerd.sock');
     await writeFile(join(dir, 'containerd.toml'), containerdConfig({ dir, runc: RUNC, cniBinDir: CNI_BIN_DIR, sandboxImage: images.pause }));
-    await writeFile(join(dir, 'cni', 'net.d', '10-loopback.conflist'), LOOPBACK_CNI);
+    const podNetwork = parsePodNetwork(await readFile(join(dir, 'pod-network.env'), 'utf8'));
+    await writeFile(join(dir, 'cni', 'net.d', '10-pods.conflist'), podNetworkCni(podNetwork, join(dir, 'cni', 'ipam')));
+    const api = new URL(plane.server);
+    proxy = await startTcpProxy(podNetwork.gateway, { host: api.hostname, port: Number(api.port) });
     const containerd = startSupervised(plane.workDir, 'containerd', CONTAINERD, ['--config', join(dir, 'containerd.toml')]);
     await writeFile(join(dir, 'containerd.pgid'), String(containerd.pid));
     const ctr = async (...args: string[]): Promise<string> => (await run(CTR, ['--address', socket, '--namespace', 'k8s.io', ...args])).stdout;
@@ -110,6 +124,8 @@ export async function startRealNode(plane: ControlPlaneAccess, name = 'real-node
       dir,
       images,
       imagesDir,
+      podApi: { host: POD_API_HOST, ip: podNetwork.gateway, port: proxy.port },
+      podNetwork,
       stop,
     };
   } catch (error) {

@@ -7,7 +7,7 @@ const site: RealNodeSite = {
   nodeSelector: { 'driver-rollout.test/real-node': 'true' },
   hostDir: '/tmp/bed/node',
   agentPort: 18080,
-  coordinatorPort: 18081,
+  podApi: { host: 'kubernetes.default.svc', ip: '10.250.7.1', port: 40123 },
   drainSkipLabel: 'nvidia.com/gpu-driver-upgrade-drain.skip',
 };
 let shipped: KubernetesObject[];
@@ -53,11 +53,22 @@ describe('adaptToRealNode (test/real-node): only the documented changes to the s
     expect(pod?.readinessGates).toEqual(shippedDs.spec?.template.spec?.readinessGates);
   });
 
-  it('coordinator Deployment: one replica, skipped by the drain, metrics on a free port; non-root as shipped', () => {
+  it('coordinator Deployment: replicas, ports and probes as shipped on the pod network, the API server through the node\'s proxy, skipped by the drain; non-root as shipped', () => {
     const deployment = adapted.find((o) => o.kind === 'Deployment') as V1Deployment;
-    expect(deployment.spec?.replicas).toBe(1);
+    const shippedDeployment = shipped.find((o) => o.kind === 'Deployment') as V1Deployment;
+    expect(deployment.spec?.replicas).toBe(shippedDeployment.spec?.replicas);
+    const pod = deployment.spec?.template.spec;
+    expect(pod?.hostNetwork).toBeUndefined();
+    expect(pod?.nodeSelector).toMatchObject(site.nodeSelector);
+    expect(pod?.hostAliases).toEqual([{ ip: '10.250.7.1', hostnames: ['kubernetes.default.svc'] }]);
+    const coordinator = containers(deployment)[0];
+    expect(coordinator?.env).toEqual(expect.arrayContaining([
+      { name: 'KUBERNETES_SERVICE_HOST', value: 'kubernetes.default.svc' },
+      { name: 'KUBERNETES_SERVICE_PORT', value: '40123' },
+    ]));
+    const asShipped = (c: V1Container | undefined): unknown => [c?.args, c?.ports, c?.readinessProbe, c?.livenessProbe, c?.startupProbe];
+    expect(asShipped(coordinator)).toEqual(asShipped(containers(shippedDeployment)[0]));
     expect(deployment.spec?.template.metadata?.labels?.[site.drainSkipLabel]).toBe('true');
-    expect(deployment.spec?.template.spec?.containers[0]?.args).toContain('--metrics-port=18081');
-    expect(deployment.spec?.template.spec?.securityContext?.runAsNonRoot).toBe(true);
+    expect(pod?.securityContext?.runAsNonRoot).toBe(true);
   });
 });
