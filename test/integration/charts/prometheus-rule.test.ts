@@ -1,13 +1,12 @@
-import { loadAllYaml, type KubernetesObject } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CoordinatorMetrics, type RolloutLabels, type RolloutNodeCounts } from '../../../coordinator/metrics/coordinator-metrics.ts';
-import { runCachedBuild } from '../../bed/ensure-binaries.ts';
+import { prometheusBinDir, renderedRuleGroups, type AlertRule } from './rendered-rule-groups.ts';
 import { scrapedSeries, type Act, type Stretch } from './scraped-series.ts';
 
 // The chart's PrometheusRule checked and evaluated by the real promtool (Debian bookworm's
@@ -16,17 +15,14 @@ import { scrapedSeries, type Act, type Stretch } from './scraped-series.ts';
 // quiet on a healthy rollout.
 
 const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '../../..');
-const CHART = join(ROOT, 'charts/driver-rollout');
 const GPU: RolloutLabels = { namespace: 'gpu-ops', rollout: 'gpu', driver: 'gpu' };
 const PAUSED: RolloutLabels = { namespace: 'gpu-ops', rollout: 'gpu-paused', driver: 'gpu' };
 const ALERTS = ['DriverRolloutNodeFailed', 'DriverRolloutHalted', 'DriverRolloutStuck'] as const;
 type Alert = (typeof ALERTS)[number];
 
-interface Rule { readonly alert: Alert; readonly expr: string; readonly annotations: { summary: string; description: string } }
 let promtool = '';
 let dir = '';
-let rules: Rule[] = [];
+let rules: AlertRule[] = [];
 
 const counts = (c: Partial<RolloutNodeCounts>): RolloutNodeCounts => ({ inProgress: 0, done: 0, failed: 0, available: 0, pending: 0, ...c });
 const replicas = (): Record<string, CoordinatorMetrics> => ({ 'coordinator-a': new CoordinatorMetrics(), 'coordinator-b': new CoordinatorMetrics() });
@@ -66,14 +62,11 @@ function firing(alert: Alert, labels: RolloutLabels, value: number): object {
 }
 
 beforeAll(async () => {
-  const [helm, bin] = await Promise.all([runCachedBuild(join(ROOT, 'test/bed/build-helm.sh')), runCachedBuild(join(ROOT, 'test/bed/fetch-prometheus.sh'))]);
+  const [groups, bin] = await Promise.all([renderedRuleGroups(), prometheusBinDir()]);
   promtool = join(bin, 'promtool');
-  const { stdout } = await run(helm, ['template', 'driver-rollout', CHART, '--namespace', 'ops', '--set', 'metrics.prometheusRule.enabled=true'], { maxBuffer: 16 * 1024 * 1024 });
-  const rule = (loadAllYaml(stdout) as (KubernetesObject | null)[]).find((d) => d?.kind === 'PrometheusRule') as (KubernetesObject & { spec: { groups: { rules: Rule[] }[] } }) | undefined;
-  if (rule === undefined) throw new Error('helm template rendered no PrometheusRule');
-  rules = rule.spec.groups.flatMap((g) => g.rules);
+  rules = groups.flatMap((g) => g.rules);
   dir = await mkdtemp(join(tmpdir(), 'drtest-promtool-'));
-  await writeFile(join(dir, 'rules.yaml'), stringify({ groups: rule.spec.groups }));
+  await writeFile(join(dir, 'rules.yaml'), stringify({ groups }));
 });
 
 afterAll(async () => {
