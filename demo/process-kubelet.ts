@@ -3,6 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MERGE_PATCH } from '../shared/kube/patch-options.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
@@ -29,12 +31,33 @@ export interface ProcessKubeletOptions {
    * simulated kernel): what a demo image would differ in. Paths relative to the repository.
    */
   readonly programSubstitutes?: Readonly<Record<string, string>>;
+  /**
+   * Restart containers that exit, as the kubelet does for a DaemonSet's pods (restartPolicy
+   * Always; a failed init container too), after a back-off that doubles from `initialBackoffMs`
+   * up to `maxBackoffMs` (the kubelet's 10 s … 5 min, shorter for tests), and report it in the
+   * pod's status as the kubelet would: restartCount, state waiting CrashLoopBackOff, lastState
+   * terminated with the exit code. Off by default (the demo shows a failure in the log).
+   */
+  readonly restart?: { readonly initialBackoffMs: number; readonly maxBackoffMs: number };
 }
 
 interface RunningPod {
   readonly uid: string;
+  readonly pod: string;
+  readonly node: string;
   child: ChildProcess | undefined;
+  /** The container `child` runs. */
+  container: string;
   stopped: boolean;
+}
+
+/** A container process running now (ProcessKubelet.running). */
+export interface RunningContainer {
+  readonly pod: string;
+  readonly node: string;
+  readonly container: string;
+  /** SIGKILLs the process, as an OOM kill or a crash would end it (with restarts on, it runs again after back-off). */
+  kill(): void;
 }
 
 export class ProcessKubelet {
@@ -71,6 +94,13 @@ export class ProcessKubelet {
     this.#stopInformer = () => informer.stop();
   }
 
+  /** The container processes running now, one per pod (its init container or its main one). */
+  running(): RunningContainer[] {
+    return [...this.#pods.values()]
+      .filter((r) => !r.stopped && r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null)
+      .map((r) => ({ pod: r.pod, node: r.node, container: r.container, kill: () => r.child?.kill('SIGKILL') }));
+  }
+
   async stop(): Promise<void> {
     this.#stopping = true;
     await this.#stopInformer?.();
@@ -88,7 +118,7 @@ export class ProcessKubelet {
       return;
     }
     if (this.#pods.has(uid) || pod.status?.phase !== 'Running') return;
-    const running: RunningPod = { uid, child: undefined, stopped: false };
+    const running: RunningPod = { uid, pod: pod.metadata?.name ?? '', node: nodeName, child: undefined, container: '', stopped: false };
     this.#pods.set(uid, running);
     void this.#runPod(pod, nodeName, running);
   }
@@ -96,15 +126,79 @@ export class ProcessKubelet {
   async #runPod(pod: V1Pod, nodeName: string, running: RunningPod): Promise<void> {
     const nodeEnv = await this.#options.nodeEnv(nodeName);
     const name = pod.metadata?.name ?? 'pod';
+    const restart = this.#options.restart;
+    const stopped = (): boolean => running.stopped;
     for (const container of pod.spec?.initContainers ?? []) {
-      if (running.stopped) return;
+      const run = (): Promise<number> => this.#runContainer(pod, container, nodeEnv, running, `${name}.${container.name}`);
+      // Without restarts a failed init container ends the pod's run (the demo shows it in the log).
+      const code = restart === undefined ? (stopped() ? 1 : await run()) : await this.#untilExitZero(pod, container, run, stopped, restart);
+      if (code !== 0) return;
+    }
+    if (restart === undefined) {
+      for (const container of pod.spec?.containers ?? []) {
+        if (stopped()) return;
+        await this.#runContainer(pod, container, nodeEnv, running, `${name}.${container.name}`);
+      }
+      return;
+    }
+    // One main container (the driver DaemonSets' pods have one): restarted whenever it exits.
+    const container = pod.spec?.containers[0];
+    if (container === undefined) return;
+    for (let restarts = 1; !stopped(); restarts += 1) {
+      const startedAt = new Date().toISOString();
       const code = await this.#runContainer(pod, container, nodeEnv, running, `${name}.${container.name}`);
-      if (code !== 0) return; // a real kubelet would restart it; the demo shows the failure in the log
+      if (stopped()) return;
+      await this.#backOff(pod, 'containerStatuses', container, restarts, { code, startedAt }, restart);
     }
-    for (const container of pod.spec?.containers ?? []) {
-      if (running.stopped) return;
-      await this.#runContainer(pod, container, nodeEnv, running, `${name}.${container.name}`);
+  }
+
+  /** An init container run again after back-off until it exits 0; 1 once the pod is stopped. */
+  async #untilExitZero(pod: V1Pod, container: V1Container, run: () => Promise<number>, stopped: () => boolean, restart: NonNullable<ProcessKubeletOptions['restart']>): Promise<number> {
+    for (let restarts = 1; !stopped(); restarts += 1) {
+      const startedAt = new Date().toISOString();
+      const code = await run();
+      if (code === 0) return 0;
+      if (stopped()) return 1;
+      await this.#backOff(pod, 'initContainerStatuses', container, restarts, { code, startedAt }, restart);
     }
+    return 1;
+  }
+
+  /**
+   * After a container's exit: its status says CrashLoopBackOff with the restart count and the
+   * exit, for the back-off's length; then it runs again (the status patch is best effort: the
+   * pod may be gone).
+   */
+  async #backOff(
+    pod: V1Pod,
+    field: 'containerStatuses' | 'initContainerStatuses',
+    container: V1Container,
+    restartCount: number,
+    exit: { code: number; startedAt: string },
+    restart: NonNullable<ProcessKubeletOptions['restart']>,
+  ): Promise<void> {
+    const backoffMs = Math.min(restart.maxBackoffMs, restart.initialBackoffMs * 2 ** Math.min(restartCount - 1, 20));
+    const podName = pod.metadata?.name ?? '';
+    const namespace = pod.metadata?.namespace ?? '';
+    const core = this.#options.kubeConfig.makeApiClient(CoreV1Api);
+    try {
+      const current = await core.readNamespacedPodStatus({ name: podName, namespace });
+      const others = (current.status?.[field] ?? []).filter((c) => c.name !== container.name);
+      const status = {
+        name: container.name,
+        image: container.image ?? '',
+        imageID: '',
+        ready: false,
+        started: false,
+        restartCount,
+        state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(backoffMs / 1000)}s restarting failed container=${container.name} pod=${podName}_${namespace}(${pod.metadata?.uid ?? ''})` } },
+        lastState: { terminated: { exitCode: exit.code, reason: exit.code === 0 ? 'Completed' : 'Error', startedAt: exit.startedAt, finishedAt: new Date().toISOString() } },
+      };
+      await core.patchNamespacedPodStatus({ name: podName, namespace, body: { status: { [field]: [...others, status] } } }, MERGE_PATCH);
+    } catch {
+      // The pod is being deleted, or the API server is away for a moment: the next exit reports again.
+    }
+    await sleep(backoffMs);
   }
 
   async #runContainer(pod: V1Pod, container: V1Container, nodeEnv: Record<string, string>, running: RunningPod, logName: string): Promise<number> {
@@ -122,6 +216,7 @@ export class ProcessKubelet {
     child.stdout.pipe(log);
     child.stderr.pipe(log);
     running.child = child;
+    running.container = container.name;
     return await new Promise<number>((settle) => {
       child.on('close', (code) => {
         settle(code ?? 1);

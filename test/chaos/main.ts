@@ -2,7 +2,7 @@
  * `npm run chaos`: the long chaos run. Every iteration runs one scenario (round robin) on one
  * real `full` control plane with its own seed, the real coordinator processes and the observer.
  *
- *   npm run chaos                                   # 21 iterations (3 of each scenario), seed from the clock
+ *   npm run chaos                                   # 3 iterations of each scenario, seed from the clock
  *   npm run chaos -- --iterations 50 --seed 1234    # replays seeds 1234 … 1283
  *   npm run chaos -- --scenario kill-coordinator --seed 1240 --iterations 1
  *   npm run chaos -- --scenario kill-coordinator --iterations 6 --kills 10   # 60 coordinator SIGKILLs
@@ -49,17 +49,42 @@ async function main(): Promise<number> {
       results.push(result);
       say(`  ${result.seconds.toFixed(0)} s, ${result.faults.length} faults, ${result.checks} changes checked, ${result.violations.length} violations`);
       say(`  faults: ${result.faults.join('; ')}`);
+      say(`  end: ${result.final.map((f) => `${f.node.slice(-2)} ${f.state}${f.ready ? '' : ' NotReady'}${f.state === 'upgrade-done' ? '' : ` (${f.reason})`}`).join('; ')}`);
       for (const v of result.violations) say(`  VIOLATION ${v}  (replay: npm run chaos -- --scenario ${scenario} --seed ${seed} --iterations 1)`);
     }
   } finally {
     await plane.stop();
   }
   const faults = results.reduce((n, r) => n + r.faults.length, 0);
-  const kills = results.reduce((n, r) => n + r.faults.filter((f) => f.startsWith('SIGKILL')).length, 0);
+  const byKind = new Map<string, number>();
+  for (const f of results.flatMap((r) => r.faults)) byKind.set(kindOf(f), (byKind.get(kindOf(f)) ?? 0) + 1);
+  const kills = (byKind.get('coordinator SIGKILL') ?? 0) + (byKind.get('leader SIGKILL') ?? 0);
   const checks = results.reduce((n, r) => n + r.checks, 0);
   const violations = results.reduce((n, r) => n + r.violations.length, 0);
   say(`summary: ${results.length} iterations, ${faults} faults injected (${kills} coordinator SIGKILLs), ${checks} changes checked, ${violations} violations`);
+  say(`faults by kind: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}`);
   return violations === 0 ? 0 : 1;
+}
+
+/** A fault's kind, from its description (run-scenario.ts's wording). */
+function kindOf(fault: string): string {
+  const kinds: [RegExp, string][] = [
+    [/^SIGKILL leader /, 'leader SIGKILL'],
+    [/^SIGKILL chaos-/, 'coordinator SIGKILL'],
+    [/^SIGKILL safe-load-gate /, 'init container SIGKILL'],
+    [/^SIGKILL agent /, 'agent SIGKILL'],
+    [/^restart kube-apiserver/, 'kube-apiserver restart'],
+    [/^restart etcd/, 'etcd restart'],
+    [/conflicting label\/annotation edits$/, 'conflicting-edit runs'],
+    [/^user moved /, 'hand relabel'],
+    [/^deleted node /, 'node deleted'],
+    [/^added node /, 'node added'],
+    [/ NotReady in /, 'node NotReady'],
+    [/ Ready again /, 'node back Ready'],
+    [/^PDB never allowing/, 'stuck workloads (PDB, job, validator)'],
+    [/crash-looping/, 'crash-looping agent'],
+  ];
+  return kinds.find(([re]) => re.test(fault))?.[1] ?? 'other';
 }
 
 process.exitCode = await main();

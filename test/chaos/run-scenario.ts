@@ -1,13 +1,19 @@
 import { PolicyV1Api, type V1Node, type V1PodSpec } from '@kubernetes/client-node';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { ProcessKubelet } from '../../demo/process-kubelet.ts';
+import { KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
+import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import type { ControlPlane } from '../bed/control-plane.ts';
 import { createFakeNodes } from '../bed/fake-nodes.ts';
+import { AgentDriver } from '../integration/coordinator/agent-driver.ts';
 import { leaseHolder, spawnCoordinator, type CoordinatorProcess } from '../integration/coordinator/coordinator-process.ts';
 import { installCrd, isPodReady, RolloutWorld, TEST_NODE_LABEL } from '../integration/coordinator/harness.ts';
 import { readRollout } from '../observer/rollout-promises.ts';
 import { randomFrom } from '../unit/coordinator/plan/simulate.ts';
-import { watchPromises } from './watch-promises.ts';
+import { watchPromises, type PromiseWatch } from './watch-promises.ts';
 
 export const SCENARIOS = [
   'kill-coordinator',
@@ -16,7 +22,10 @@ export const SCENARIOS = [
   'restart-etcd',
   'conflicting-edits',
   'node-churn',
+  'node-not-ready',
   'stuck-workloads',
+  'crash-looping-agent',
+  'agents-killed',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -35,6 +44,8 @@ export interface ScenarioResult {
   /** Changes the observer checked. */
   readonly checks: number;
   readonly violations: readonly string[];
+  /** Every node at the end: its upgrade state and reason annotation. */
+  readonly final: readonly { readonly node: string; readonly state: string; readonly reason: string; readonly ready: boolean }[];
 }
 
 export interface ScenarioOptions {
@@ -70,7 +81,8 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
   const kc = plane.kubeConfig();
   await installCrd(kc);
   const world = new RolloutWorld(kc, `chaos-${scenario.replace(/[^a-z]/g, '').slice(0, 8)}`);
-  const nodeCount = Math.max(3, options.nodes ?? 6);
+  // Real agents compile and load the sample driver on every node: three nodes are enough for them.
+  const nodeCount = scenario === 'agents-killed' ? 3 : Math.max(3, options.nodes ?? 6);
   await world.setUp(Array.from({ length: nodeCount }, (_, i) => ({ labels: { pool: i % 2 === 0 && i !== nodeCount - 1 ? 'a' : 'b', [OPERAND_LABEL]: 'true' }, unschedulable: i === nodeCount - 1 })));
   const faults: string[] = [];
   let lastFaultAt = Date.now();
@@ -103,30 +115,20 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
   };
   let watch: Awaited<ReturnType<typeof watchPromises>> | undefined;
   try {
-    await world.createDriver('driver:v1');
+    // agents-killed: the real init container and agent (process kubelet, restarts with back-off); else KWOK's stand-in.
+    const agents = scenario === 'agents-killed' ? await AgentDriver.start(world, { kubeconfigPath: plane.kubeconfigPath, restart: AGENT_RESTART, cacheDir: chaosModuleCache() }) : undefined;
+    if (agents === undefined) await world.createDriver('driver:v1');
+    else await world.apps.createNamespacedDaemonSet({ namespace: world.ns.name, body: agents.daemonSet('1.0.0', await agents.source('1.0.0'), {}, { safeLoadGate: true }) });
     await createProtectedPods(world, scenario === 'stuck-workloads');
-    const spec = {
-      upgradePolicy: {
-        maxUnavailable: pick([1, 2, '34%', '50%']),
-        maxParallelUpgrades: pick([0, 1, 2]),
-        drain: { enable: true, force: true, timeoutSeconds: 15, podSelector: 'workload=true' },
-        clients: { operandLabels: [OPERAND_LABEL], timeoutSeconds: 60 },
-        ...(scenario === 'stuck-workloads'
-          ? { waitForCompletion: { podSelector: 'job=never-ends', timeoutSeconds: 5 }, validation: { podSelector: 'app=validator', timeoutSeconds: 8 } }
-          : {}),
-      },
-      pools: [
-        { name: 'a', nodeSelector: { matchLabels: { pool: 'a' } }, maxUnavailable: pick([1, '34%']) },
-        // The admin-cordoned node (the last) is in pool b and holds one of its slots for good:
-        // pool b allows at least 2, or its other nodes would wait for a slot for ever.
-        { name: 'b', nodeSelector: { matchLabels: { pool: 'b' } }, maxUnavailable: pick([2, '67%', '100%']) },
-      ],
-    };
+    const spec = chaosSpec(scenario, pick);
     await world.createRollout(spec);
     log(`${scenario} seed ${seed}: ${nodeCount} nodes, spec ${JSON.stringify(spec.upgradePolicy)} pools a=${String(spec.pools[0]?.maxUnavailable)} b=${String(spec.pools[1]?.maxUnavailable)}`);
     startCoordinator();
     if (scenario === 'kill-leader') startCoordinator();
-    await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])), 180_000);
+    // With real agents the first install waits for safe load and (once, then cached) two kbuilds.
+    await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])), agents === undefined ? 180_000 : 900_000).catch(async (error: unknown) => {
+      throw new Error(`the first install did not finish${agents === undefined ? '' : `; agent logs:\n${await agents.logs()}`}`, { cause: error });
+    });
 
     watch = await watchPromises({
       kc,
@@ -135,26 +137,33 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
       rollout: readRollout({ driverName: world.driver, ...spec }),
       driverDaemonSets: ['driver'],
     });
-    await world.bumpDriver('driver:v2');
+    const newImage = await upgradeDriver(scenario, world, agents, plane.kubeconfigPath);
     const upgradeStarted = Date.now();
 
     const timeoutMs = options.timeoutMs ?? 300_000;
     const blocked = (nodes: readonly V1Node[]): Set<string> => watch?.blocked(nodes) ?? new Set();
-    const done = waitForEnd(world, () => Math.max(upgradeStarted, lastFaultAt) + timeoutMs, blocked, log);
+    const done = waitForEnd(world, newImage, () => Math.max(upgradeStarted, lastFaultAt) + timeoutMs, blocked, log);
     let finished = false;
     void done.then(() => {
       finished = true;
     }, () => {
       finished = true;
     });
-    await injectFaults({ scenario, plane, maxKills: options.maxKills ?? Infinity, world, random, faults, addFault, coordinators, startCoordinator, lifeOf, isFinished: () => finished, forgetNode: (n) => watch?.forgetNode(n) });
+    const ended = done.then(() => undefined, () => undefined);
+    await injectFaults({ scenario, plane, maxKills: options.maxKills ?? Infinity, world, random, faults, addFault, coordinators, startCoordinator, lifeOf, isFinished: () => finished, ended, watch, agents });
     // A killed coordinator must have a successor for the rollout to finish.
     if (!coordinators.some((c) => c.isRunning())) startCoordinator();
-    const ended = await done.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
+    const missed = await done.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
     const violations = [...watch.violations];
-    if (ended !== undefined) violations.push(`did not complete: ${ended}`);
+    if (missed !== undefined) violations.push(`did not complete: ${missed}`);
     violations.push(...(await watch.checkSettled()));
-    return { scenario, seed, seconds: (Date.now() - started) / 1000, faults, checks: watch.checks(), violations };
+    const final = (await world.nodes()).map((n) => ({
+      node: n.metadata?.name ?? '',
+      state: world.stateOf(n),
+      reason: n.metadata?.annotations?.[world.keys.upgradeReason] ?? '',
+      ready: n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
+    }));
+    return { scenario, seed, seconds: (Date.now() - started) / 1000, faults, checks: watch.checks(), violations, final };
   } finally {
     watch?.stop();
     await Promise.all(coordinators.map((c) => c.kill('SIGKILL')));
@@ -162,14 +171,52 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
   }
 }
 
+/** The DriverRollout's spec for `scenario`, its limits drawn with `pick`. */
+function chaosSpec(scenario: Scenario, pick: <T>(items: readonly T[]) => T) {
+  return {
+    upgradePolicy: {
+      maxUnavailable: pick([1, 2, '34%', '50%']),
+      maxParallelUpgrades: pick([0, 1, 2]),
+      drain: { enable: true, force: true, timeoutSeconds: 15, podSelector: 'workload=true' },
+      clients: { operandLabels: [OPERAND_LABEL], timeoutSeconds: 60 },
+      ...(scenario === 'stuck-workloads'
+        ? { waitForCompletion: { podSelector: 'job=never-ends', timeoutSeconds: 5 }, validation: { podSelector: 'app=validator', timeoutSeconds: 8 } }
+        : {}),
+      // A driver pod that never turns Ready (NotReady node, crash-looping agent) fails its node within a minute, not 15.
+      ...(scenario === 'node-not-ready' || scenario === 'crash-looping-agent' ? { podRestart: { timeoutSeconds: 60, failAfterSeconds: 30 } } : {}),
+    },
+    ...(scenario === 'crash-looping-agent' ? { maxFailedNodes: 1 } : {}),
+    pools: [
+      { name: 'a', nodeSelector: { matchLabels: { pool: 'a' } }, maxUnavailable: pick([1, '34%']) },
+      // The admin-cordoned node (the last) is in pool b and holds one of its slots for good:
+      // pool b allows at least 2, or its other nodes would wait for a slot for ever.
+      { name: 'b', nodeSelector: { matchLabels: { pool: 'b' } }, maxUnavailable: pick([2, '67%', '100%']) },
+    ],
+  };
+}
+
+/** Driver v2 for the scenario (the crash-looping agent, the real agent 2.0.0, or KWOK's `driver:v2`); the image its pods run. */
+async function upgradeDriver(scenario: Scenario, world: RolloutWorld, agents: AgentDriver | undefined, kubeconfigPath: string): Promise<string> {
+  if (scenario === 'crash-looping-agent') {
+    await crashLoopingDriver(world, kubeconfigPath);
+    return 'driver:v2';
+  }
+  if (agents === undefined) {
+    await world.bumpDriver('driver:v2');
+    return 'driver:v2';
+  }
+  await world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body: agents.daemonSet('2.0.0', await agents.source('2.0.0'), {}, { safeLoadGate: true }) });
+  return 'driver-rollout/agent:2.0.0';
+}
+
 /**
- * Every node of the world upgrade-done on driver:v2, upgrade-failed, or blocked by its pool's
+ * Every node of the world upgrade-done on `image`, upgrade-failed, or blocked by its pool's
  * limit through failed or admin-cordoned nodes (the observer's blockedByLimit), by `deadline()`: the
  * scenario's bound counted from the upgrade's start or the last fault, whichever is later (a
  * killed coordinator's successor takes tens of seconds to start on a loaded machine, so a bound
  * from the start alone measures the kills, not the rollout).
  */
-async function waitForEnd(world: RolloutWorld, deadline: () => number, blocked: (nodes: readonly V1Node[]) => Set<string>, log: (line: string) => void): Promise<void> {
+async function waitForEnd(world: RolloutWorld, image: string, deadline: () => number, blocked: (nodes: readonly V1Node[]) => Set<string>, log: (line: string) => void): Promise<void> {
   const begun = Date.now();
   let last = '';
   for (;;) {
@@ -185,7 +232,7 @@ async function waitForEnd(world: RolloutWorld, deadline: () => number, blocked: 
         const state = world.stateOf(n);
         if (state === 'upgrade-failed' || stuck.has(n.metadata?.name ?? '')) return true;
         const pod = pods.find((p) => p.spec?.nodeName === n.metadata?.name && p.metadata?.deletionTimestamp === undefined);
-        return state === 'upgrade-done' && pod?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pod);
+        return state === 'upgrade-done' && pod?.spec?.containers[0]?.image === image && isPodReady(pod);
       });
       if (settled) return;
     } catch {
@@ -209,7 +256,12 @@ interface FaultContext {
   startCoordinator(): CoordinatorProcess;
   lifeOf(identity: string): string;
   isFinished(): boolean;
-  forgetNode(name: string): void;
+  /** Resolves when the rollout has ended (or missed its bound). */
+  readonly ended: Promise<void>;
+  /** The observer's watch: the nodes' states and the rollout's progress. */
+  readonly watch: PromiseWatch;
+  /** agents-killed: the real agents and init containers. */
+  readonly agents: AgentDriver | undefined;
 }
 
 /**
@@ -224,53 +276,74 @@ const between = async (random: () => number, minMs: number, maxMs: number): Prom
 
 /** Each scenario's faults, injected until the rollout ends (or the scenario's own list is done). */
 const INJECT: Readonly<Record<Scenario, (ctx: FaultContext) => Promise<void>>> = {
-  // Mostly a leader at a random moment of its first 4 s of leading (a coordinator killed while
-  // it starts does nothing, and killing every one before it leads stalls the rollout: a
-  // coordinator takes several seconds to start and take the lease on a loaded machine); one kill
-  // in five at a random moment of its start.
+  // Mostly a leader, after 1–3 further state changes of the rollout once it leads (plus up to
+  // 0.5 s): a kill keyed to the rollout's progress lands mid-rollout however fast or slow the
+  // machine is (a coordinator killed while it starts does nothing, and killing every one before
+  // it leads stalls the rollout); one kill of a successor in five at a random moment of its start.
   'kill-coordinator': async (ctx) => {
     for (let kills = 0; kills < ctx.maxKills && !ctx.isFinished(); kills += 1) {
       const victim = ctx.coordinators.find((c) => c.isRunning());
       if (victim === undefined) break;
-      // Waits at most LEADING_WAIT_MS (then it is killed anyway), or until the process exits.
-      if (ctx.random() >= 0.2) await victim.logged('became leader', LEADING_WAIT_MS).catch(() => undefined);
-      await between(ctx.random, 300, 4_000);
+      // The first victim has led since the install: always the leader path.
+      if (kills === 0 || ctx.random() >= 0.2) {
+        // Waits at most LEADING_WAIT_MS (then it is killed anyway), or until the process exits.
+        await victim.logged('became leader', LEADING_WAIT_MS).catch(() => undefined);
+        await afterTransitions(ctx, 1 + Math.floor(ctx.random() * 3));
+        await between(ctx.random, 0, 500);
+      } else {
+        await between(ctx.random, 300, 4_000);
+      }
       if (ctx.isFinished()) break;
       const life = ctx.lifeOf(victim.identity);
+      const states = inFlight(ctx);
       await victim.kill('SIGKILL');
-      ctx.addFault(`SIGKILL ${victim.identity} (${life})`);
+      ctx.addFault(`SIGKILL ${victim.identity} (${life}${states})`);
       ctx.startCoordinator();
     }
   },
-  // Two replicas; the lease holder killed while a node is between wait-for-jobs and drain when
-  // one is (polled for 10 s), so the standby takes over mid-drain.
+  // Two replicas; the lease holder killed the moment a node is between wait-for-jobs and drain
+  // (seen on the node watch; 30 s at most), so the standby takes over mid-drain; the next kill
+  // only after the successor has moved the rollout on.
   'kill-leader': async (ctx) => {
     let kills = 0;
     while (kills < ctx.maxKills && !ctx.isFinished()) {
-      await between(ctx.random, 1_000, 5_000);
-      const draining = await untilDraining(ctx);
+      const draining = await progress(ctx, () => [...ctx.watch.states().values()].some((s) => DRAINING.has(s)), 30_000);
+      if (ctx.isFinished()) break;
       const holder = await leaseHolder(ctx.world.kc, ctx.world.ns.name).catch(() => undefined);
       const victim = ctx.coordinators.find((c) => c.isRunning() && c.identity === holder);
-      if (victim === undefined || ctx.isFinished()) continue;
+      if (victim === undefined) {
+        await between(ctx.random, 200, 1_000);
+        continue;
+      }
       const life = ctx.lifeOf(victim.identity);
+      const states = inFlight(ctx);
       await victim.kill('SIGKILL');
-      ctx.addFault(`SIGKILL leader ${victim.identity} (${life}${draining === undefined ? '' : `, ${draining} draining`})`);
+      ctx.addFault(`SIGKILL leader ${victim.identity} (${life}${draining ? '' : ', no node draining within 30 s'}${states})`);
       kills += 1;
       ctx.startCoordinator();
+      await afterTransitions(ctx, 1);
     }
   },
   'restart-apiserver': async (ctx) => {
-    await between(ctx.random, 1_000, 6_000);
+    await afterTransitions(ctx, 2 + Math.floor(ctx.random() * 6));
+    const states = inFlight(ctx);
     await ctx.plane.restartApiServer();
-    ctx.addFault('restart kube-apiserver');
+    ctx.addFault(`restart kube-apiserver${states}`);
   },
   'restart-etcd': async (ctx) => {
-    await between(ctx.random, 1_000, 6_000);
+    await afterTransitions(ctx, 2 + Math.floor(ctx.random() * 6));
+    const states = inFlight(ctx);
     await ctx.plane.restartEtcd();
-    ctx.addFault('restart etcd');
+    ctx.addFault(`restart etcd${states}`);
   },
   'conflicting-edits': conflictingEdits,
   'node-churn': nodeChurn,
+  'node-not-ready': nodeNotReady,
+  'agents-killed': agentsKilled,
+  'crash-looping-agent': (ctx) => {
+    ctx.addFault('driver v2 is the real agent crash-looping on a bad configuration (restarted with back-off by the process kubelet)');
+    return Promise.resolve();
+  },
   'stuck-workloads': (ctx) => {
     ctx.addFault('PDB never allowing eviction, job pod never finishing, validator never Ready (set up before the upgrade)');
     return Promise.resolve();
@@ -278,61 +351,193 @@ const INJECT: Readonly<Record<Scenario, (ctx: FaultContext) => Promise<void>>> =
 };
 
 const DRAINING = new Set(['wait-for-jobs-required', 'pod-deletion-required', 'drain-required']);
+const UPGRADING = new Set(['cordon-required', ...DRAINING, 'pod-restart-required', 'validation-required']);
 
-/** The first node seen between wait-for-jobs and drain (polled for up to 10 s), or undefined. */
-async function untilDraining(ctx: FaultContext): Promise<string | undefined> {
-  for (let i = 0; i < 50 && !ctx.isFinished(); i += 1) {
-    const nodes = await ctx.world.nodes().catch(() => []);
-    const node = nodes.find((n) => DRAINING.has(ctx.world.stateOf(n)));
-    if (node !== undefined) return `${node.metadata?.name ?? '?'} ${ctx.world.stateOf(node)}`;
-    await sleep(200);
-  }
-  return undefined;
+/** True once `check` holds (tried on every node change), false after `timeoutMs` or when the rollout has ended. */
+async function progress(ctx: FaultContext, check: () => boolean, timeoutMs: number): Promise<boolean> {
+  return Promise.race([ctx.watch.until(check, timeoutMs), ctx.ended.then(() => false)]);
+}
+
+/** Waits for `count` more state changes of the rollout (60 s at most), or its end. */
+async function afterTransitions(ctx: FaultContext, count: number): Promise<void> {
+  const target = ctx.watch.transitions() + count;
+  await progress(ctx, () => ctx.watch.transitions() >= target, 60_000);
+}
+
+/** ", in flight: n1 drain-required, n3 cordon-required" (the nodes in an upgrading state), or "". */
+function inFlight(ctx: FaultContext): string {
+  const busy = [...ctx.watch.states()].filter(([, s]) => UPGRADING.has(s)).map(([n, s]) => `${n.slice(-2)} ${s}`);
+  return busy.length === 0 ? '' : `, in flight: ${busy.join(', ')}`;
 }
 
 async function injectFaults(ctx: FaultContext): Promise<void> {
   await INJECT[ctx.scenario](ctx);
 }
 
-/** Another client writes the same nodes all along; a user moves a node to the other pool by hand. */
+/**
+ * Another client writes the same nodes all along; a user moves a node to the other pool by hand
+ * while it is upgrading (the first node seen in an upgrading state after 1–4 state changes).
+ */
 async function conflictingEdits(ctx: FaultContext): Promise<void> {
   const { world, random } = ctx;
   let edits = 0;
-  const relabel = world.nodeNames[Math.floor(random() * (world.nodeNames.length - 1))] ?? '';
+  const relabelAfter = ctx.watch.transitions() + 1 + Math.floor(random() * 4);
+  const admin = world.nodeNames.at(-1);
   let relabelled = false;
   while (!ctx.isFinished()) {
     const name = world.nodeNames[Math.floor(random() * world.nodeNames.length)] ?? '';
     await world.core
       .patchNode({ name, body: { metadata: { labels: { 'example.com/edited': String(edits) }, annotations: { 'example.com/touch': String(Date.now()) } } } }, MERGE_PATCH)
       .then(() => (edits += 1), () => undefined);
-    if (!relabelled && edits > 10) {
+    const upgrading = [...ctx.watch.states()].filter(([n, s]) => n !== admin && UPGRADING.has(s)).map(([n]) => n);
+    if (!relabelled && ctx.watch.transitions() >= relabelAfter && upgrading.length > 0) {
+      const relabel = upgrading[Math.floor(random() * upgrading.length)] ?? '';
       const node = (await world.nodes()).find((n) => n.metadata?.name === relabel);
       const pool = node?.metadata?.labels?.pool === 'a' ? 'b' : 'a';
       await world.core.patchNode({ name: relabel, body: { metadata: { labels: { pool } } } }, MERGE_PATCH).catch(() => undefined);
       ctx.addFault(`user moved ${relabel} to pool ${pool} (state ${node === undefined ? '?' : world.stateOf(node)})`);
       relabelled = true;
     }
-    await between(random, 50, 300);
+    await between(random, 20, 200);
   }
   ctx.addFault(`${edits} conflicting label/annotation edits`);
 }
 
-/** A node deleted mid-upgrade, then a node added mid-rollout. */
+/** A random node in an upgrading state (not the admin-cordoned one), after 0–2 state changes; undefined if none is within 60 s. */
+async function anUpgradingNode(ctx: FaultContext): Promise<string | undefined> {
+  const admin = ctx.world.nodeNames.at(-1);
+  const candidates = (): string[] => [...ctx.watch.states()].filter(([n, s]) => n !== admin && UPGRADING.has(s)).map(([n]) => n);
+  await afterTransitions(ctx, Math.floor(ctx.random() * 3));
+  await progress(ctx, () => candidates().length > 0, 60_000);
+  const upgrading = candidates();
+  return upgrading[Math.floor(ctx.random() * upgrading.length)];
+}
+
+/** A node deleted while it upgrades (the first seen in an upgrading state), then a node added 1–3 state changes later. */
 async function nodeChurn(ctx: FaultContext): Promise<void> {
   const { world, random } = ctx;
-  await between(random, 1_000, 4_000);
-  const nodes = await world.nodes();
-  const victim: V1Node | undefined = nodes.find((n) => !['upgrade-done', 'upgrade-required', 'unknown'].includes(world.stateOf(n)) && n.spec?.unschedulable !== true) ?? nodes[0];
-  const name = victim?.metadata?.name ?? '';
-  ctx.forgetNode(name);
+  const name = (await anUpgradingNode(ctx)) ?? world.nodeNames[0] ?? '';
+  const state = ctx.watch.states().get(name) ?? '?';
+  ctx.watch.forgetNode(name);
   await world.core.deleteNode({ name });
   world.nodeNames = world.nodeNames.filter((n) => n !== name);
-  ctx.addFault(`deleted node ${name} in ${victim === undefined ? '?' : world.stateOf(victim)}`);
-  await between(random, 500, 3_000);
+  ctx.addFault(`deleted node ${name} in ${state}`);
+  await afterTransitions(ctx, 1 + Math.floor(random() * 2));
+  if (ctx.isFinished()) {
+    ctx.addFault('no node added: the rollout ended first');
+    return;
+  }
   const added = `${world.id}-new`;
   await createFakeNodes(world.kc, [{ name: added, labels: { pool: 'a', [OPERAND_LABEL]: 'true', [TEST_NODE_LABEL]: world.id } }]);
   world.nodeNames.push(added);
-  ctx.addFault(`added node ${added}`);
+  ctx.addFault(`added node ${added}${inFlight(ctx)}`);
+}
+
+/**
+ * A node stops reporting (its kubelet gone: KWOK stops running it, and its Ready condition turns
+ * Unknown as the node controller would set it) while it upgrades; in half the runs it comes back
+ * 2–6 state changes later (or after 20 s), in the others it stays away to the end.
+ */
+async function nodeNotReady(ctx: FaultContext): Promise<void> {
+  const { world, random } = ctx;
+  const name = await anUpgradingNode(ctx);
+  if (name === undefined) {
+    ctx.addFault('no node made NotReady: none was upgrading');
+    return;
+  }
+  const state = ctx.watch.states().get(name) ?? '?';
+  const comesBack = random() < 0.5;
+  await setKubeletRunning(world, name, false);
+  world.onTearDown(() => setKubeletRunning(world, name, true).catch(() => undefined));
+  ctx.addFault(`node ${name} NotReady in ${state}${comesBack ? '' : ' (for good)'}`);
+  if (!comesBack) return;
+  await Promise.race([afterTransitions(ctx, 2 + Math.floor(random() * 5)), sleep(20_000)]);
+  await setKubeletRunning(world, name, true);
+  ctx.addFault(`node ${name} Ready again in ${ctx.watch.states().get(name) ?? '?'}`);
+}
+
+/**
+ * Stops or resumes the node's "kubelet": KWOK runs only nodes annotated kwok.x-k8s.io/node=fake.
+ * Stopped, the node's Ready condition is set Unknown at once (as the node controller does after
+ * its grace period) and nothing heartbeats it back; resumed, KWOK reports it Ready again.
+ */
+async function setKubeletRunning(world: RolloutWorld, name: string, running: boolean): Promise<void> {
+  await world.core.patchNode({ name, body: { metadata: { annotations: { [KWOK_NODE_ANNOTATION]: running ? 'fake' : 'chaos-stopped' } } } }, MERGE_PATCH);
+  if (running) return;
+  const now = new Date();
+  await world.core.patchNodeStatus(
+    { name, body: { status: { conditions: [{ type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastHeartbeatTime: now, lastTransitionTime: now }] } } },
+    STRATEGIC_MERGE_PATCH,
+  );
+}
+
+/** The process kubelet's back-off for restarted containers (the kubelet's is 10 s … 5 min). */
+const AGENT_RESTART = { initialBackoffMs: 500, maxBackoffMs: 3_000 } as const;
+
+/** The agents' module cache for chaos runs, kept across runs (DRIVER_ROLLOUT_CACHE or ~/.cache/driver-rollout): the sample driver compiles once per version. */
+function chaosModuleCache(): string {
+  return join(process.env['DRIVER_ROLLOUT_CACHE'] ?? join(homedir(), '.cache', 'driver-rollout'), 'chaos-module-cache');
+}
+
+/**
+ * The real init container (safe-load gate) or agent SIGKILLed at random points of the upgrade:
+ * each kill 1–3 state changes after the last, the victim a running container of a pod on an
+ * upgrading node when there is one (else any), as an OOM kill or a crash would end it; the
+ * process kubelet restarts it after back-off and reports the restart.
+ */
+async function agentsKilled(ctx: FaultContext): Promise<void> {
+  const agents = ctx.agents;
+  if (agents === undefined) throw new Error('agents-killed needs the real agents');
+  for (let kills = 0; kills < Math.min(ctx.maxKills, 6) && !ctx.isFinished(); ) {
+    await afterTransitions(ctx, 1 + Math.floor(ctx.random() * 3));
+    if (ctx.isFinished()) break;
+    const states = ctx.watch.states();
+    const running = agents.running();
+    const upgrading = running.filter((c) => UPGRADING.has(states.get(c.node) ?? ''));
+    const pool = upgrading.length > 0 ? upgrading : running;
+    const victim = pool[Math.floor(ctx.random() * pool.length)];
+    if (victim === undefined) continue;
+    victim.kill();
+    kills += 1;
+    ctx.addFault(`SIGKILL ${victim.container} of ${victim.pod} on ${victim.node.slice(-2)} (${states.get(victim.node) ?? '?'})`);
+  }
+}
+
+/** The label of the driver pods the process kubelet runs (crash-looping-agent). */
+const PROCESS_LABEL = 'example.com/chaos-process';
+
+/**
+ * Driver v2 is the real agent (`node agent/main.ts`, readiness gate on its condition), which the
+ * process kubelet (demo/process-kubelet.ts) runs for every new driver pod and restarts with
+ * back-off, reporting restarts and CrashLoopBackOff in the pod's status as a kubelet does. Its
+ * configuration asks for the simulated kernel, which the production entry point refuses (exit 2):
+ * a misconfigured agent that crashes in a loop, never Ready.
+ */
+async function crashLoopingDriver(world: RolloutWorld, kubeconfigPath: string): Promise<void> {
+  const logDir = await mkdtemp(join(tmpdir(), `${world.id}-pods-`));
+  const kubelet = new ProcessKubelet({
+    kubeConfig: world.kc,
+    kubeconfigPath,
+    namespace: world.ns.name,
+    labelSelector: `${PROCESS_LABEL}=agent`,
+    logDir,
+    nodeEnv: () => Promise.resolve({}),
+    restart: { initialBackoffMs: 500, maxBackoffMs: 3_000 },
+  });
+  await kubelet.start();
+  world.onTearDown(async () => {
+    await kubelet.stop();
+    await rm(logDir, { recursive: true, force: true });
+  });
+  const env = { DRIVER_NAME: world.driver, KEY_DOMAIN: world.keys.domain, DEVICE_KIND: 'gpu', DRIVER_VERSION: '2.0.0', DRIVER_SOURCE_DIR: '/nonexistent', DRIVER_MODULES: 'drsample_net', KERNEL_ADAPTER: 'simulated' };
+  const body = world.daemonSetWith({
+    terminationGracePeriodSeconds: 0,
+    readinessGates: [{ conditionType: world.keys.driverReadyCondition }],
+    containers: [{ name: 'agent', image: 'driver:v2', command: ['node', 'agent/main.ts'], env: Object.entries(env).map(([name, value]) => ({ name, value })) }],
+  });
+  const template = body.spec?.template.metadata;
+  if (template !== undefined) template.labels = { ...template.labels, [PROCESS_LABEL]: 'agent' };
+  await world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body });
 }
 
 /**

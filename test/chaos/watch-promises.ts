@@ -2,6 +2,7 @@ import { CoreV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kub
 import {
   adminCordoned,
   blockedByLimit,
+  haltedByBudget,
   limitViolations,
   OPERAND_PAUSED,
   operandLabelsOf,
@@ -28,7 +29,16 @@ export interface PromiseWatch {
   readonly violations: readonly string[];
   /** How many changes were checked. */
   checks(): number;
-  /** Of `nodes`, those the rollout cannot start by its own limits (blockedByLimit): a legitimate end. */
+  /** How many times a node's upgrade state changed since the watch began (the rollout's progress). */
+  transitions(): number;
+  /** Each watched node's upgrade state, as last seen. */
+  states(): ReadonlyMap<string, string>;
+  /**
+   * Resolves true once `check` holds (tried now and on every node change), false after
+   * `timeoutMs` or once the watch stops: faults keyed to the rollout's progress, not to a clock.
+   */
+  until(check: () => boolean, timeoutMs: number): Promise<boolean>;
+  /** Of `nodes`, those the rollout cannot start by its own limits or its spent failure budget (blockedByLimit, haltedByBudget): a legitimate end. */
   blocked(nodes: readonly V1Node[]): Set<string>;
   /** Nodes the test deleted on purpose (their pods go too, by the garbage collector). */
   forgetNode(name: string): void;
@@ -93,12 +103,16 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
   const unpaused = new Map<string, { node: string; labels: readonly string[]; why: string }>();
   const pausedOn = new Map<string, Set<string>>();
   let checks = 0;
+  let transitions = 0;
+  const waiters = new Set<() => void>();
   const requests: AbortController[] = [];
   let stopped = false;
 
   const onNode = (type: string, node: V1Node): void => {
     const before = [...nodes.values()];
     const name = node.metadata?.name ?? '';
+    const priorState = nodes.get(name)?.labels[options.rollout.stateKey];
+    if (type !== 'DELETED' && priorState !== node.metadata?.labels?.[options.rollout.stateKey]) transitions += 1;
     if (type === 'DELETED') nodes.delete(name);
     else nodes.set(name, observeNode(node));
     const after = [...nodes.values()];
@@ -109,6 +123,7 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
     for (const [id, held] of unpaused) if (held.node === name && held.labels.some((k) => paused.has(k))) unpaused.delete(id);
     checks += 1;
     for (const v of [...limitViolations(before, after, options.rollout), ...uncordonViolations(after, cordonedByAdmin)]) violations.push(`${new Date().toISOString()} ${v}`);
+    for (const wake of [...waiters]) wake();
   };
   const judged = new Set<string>();
   const onPod = (type: string, pod: V1Pod): void => {
@@ -163,9 +178,28 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
   return {
     violations,
     checks: () => checks,
+    transitions: () => transitions,
+    states: () => new Map([...nodes.values()].map((n) => [n.name, n.labels[options.rollout.stateKey] ?? 'unknown'])),
+    until: (check, timeoutMs) =>
+      new Promise<boolean>((settle) => {
+        const done = (result: boolean): void => {
+          clearTimeout(timer);
+          waiters.delete(wake);
+          settle(result);
+        };
+        const wake = (): void => {
+          if (stopped) done(false);
+          else if (check()) done(true);
+        };
+        const timer = setTimeout(() => {
+          done(false);
+        }, timeoutMs);
+        waiters.add(wake);
+        wake();
+      }),
     blocked: (list) => {
       const observed = list.map(observeNode);
-      return new Set(observed.filter((n) => blockedByLimit(n, observed, options.rollout, cordonedByAdmin)).map((n) => n.name));
+      return new Set(observed.filter((n) => blockedByLimit(n, observed, options.rollout, cordonedByAdmin) || haltedByBudget(n, observed, options.rollout)).map((n) => n.name));
     },
     forgetNode: (name) => {
       forgotten.add(name);
@@ -177,6 +211,7 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
     },
     stop: () => {
       stopped = true;
+      for (const wake of [...waiters]) wake();
       for (const r of requests) r.abort();
     },
   };

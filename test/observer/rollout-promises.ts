@@ -62,6 +62,8 @@ export interface ObservedRollout {
   readonly pools: readonly ObservedPool[];
   readonly defaultPool: ObservedPool;
   readonly removal: ObservedRemovalRules;
+  /** maxFailedNodes: at this many upgrade-failed nodes no further node starts; null never halts. */
+  readonly maxFailedNodes: number | null;
 }
 
 /** The value k8s-driver-manager (and the rollout) give an operand's node label to pause it. */
@@ -119,6 +121,7 @@ export function readRollout(spec: unknown): ObservedRollout {
     pools,
     defaultPool: { name: 'default', selector: null, maxUnavailable: topUnavailable, maxParallelUpgrades: topParallel },
     removal: readRemovalRules(driverName, policy),
+    maxFailedNodes: typeof s.maxFailedNodes === 'number' ? s.maxFailedNodes : null,
   };
 }
 
@@ -376,21 +379,39 @@ export function protectedPodRemoval(pod: ObservedPod, rollout: ObservedRollout, 
  * A node the rollout cannot start, by its own limits, for as long as nothing else changes: it
  * has not started and says why (the reason annotation), and its pool's maxUnavailable is used up
  * by nodes that stay out of service on their own (upgrade-failed, which keeps its cordon;
- * cordoned by an admin; NotReady). A legitimate end of a rollout, not a silent wait.
+ * cordoned by an admin; NotReady), and it is in service itself (starting a node already out of
+ * service takes nothing more away, so the limit never holds it back). A legitimate end of a
+ * rollout, not a silent wait.
  */
 export function blockedByLimit(node: ObservedNode, nodes: readonly ObservedNode[], rollout: ObservedRollout, cordonedByAdmin: ReadonlySet<string>): boolean {
   const key = rollout.stateKey;
   const reasonKey = `${domainOf(rollout)}/${rollout.driverName}-driver-upgrade.reason`;
   const pool = poolOf(node, rollout);
   if (pool === null || !hasNotStarted(stateOf(node, key)) || stateOf(node, key) === 'upgrade-done' || (node.annotations[reasonKey] ?? '') === '') return false;
+  // A node out of service already (an admin's cordon, NotReady) takes nothing more away: the limit never holds it back.
+  if (isOutOfService(node, key)) return false;
   const members = nodes.filter((n) => poolOf(n, rollout) === pool);
   const stuck = members.filter((n) => stateOf(n, key) === 'upgrade-failed' || cordonedByAdmin.has(n.name) || !n.ready).length;
   return stuck >= allowedUnavailable(poolByName(rollout, pool).maxUnavailable, members.length);
 }
 
 /**
+ * A node the rollout may no longer start because its failure budget is spent: it has not
+ * started, says why (the reason annotation), and at least maxFailedNodes of the rollout's nodes
+ * are upgrade-failed. A legitimate end (the halt), not a silent wait.
+ */
+export function haltedByBudget(node: ObservedNode, nodes: readonly ObservedNode[], rollout: ObservedRollout): boolean {
+  const key = rollout.stateKey;
+  const reasonKey = `${domainOf(rollout)}/${rollout.driverName}-driver-upgrade.reason`;
+  if (rollout.maxFailedNodes === null || poolOf(node, rollout) === null) return false;
+  if (!hasNotStarted(stateOf(node, key)) || stateOf(node, key) === 'upgrade-done' || (node.annotations[reasonKey] ?? '') === '') return false;
+  const failed = nodes.filter((n) => poolOf(n, rollout) !== null && stateOf(n, key) === 'upgrade-failed').length;
+  return failed >= rollout.maxFailedNodes;
+}
+
+/**
  * The end of a rollout: every node upgrade-done or upgrade-failed, a failed one with its reason,
- * or blocked by its pool's limit (blockedByLimit), and no node the rollout cordoned left
+ * blocked by its pool's limit (blockedByLimit) or halted by the failure budget (haltedByBudget), and no node the rollout cordoned left
  * cordoned at upgrade-done.
  */
 export function settledViolations(nodes: readonly ObservedNode[], rollout: ObservedRollout, cordonedByAdmin: ReadonlySet<string>): string[] {
@@ -404,7 +425,7 @@ export function settledViolations(nodes: readonly ObservedNode[], rollout: Obser
       if (n.unschedulable && !cordonedByAdmin.has(n.name)) violations.push(`${n.name}: upgrade-done but left cordoned`);
     } else if (state === 'upgrade-failed') {
       if ((n.annotations[reasonKey] ?? '') === '') violations.push(`${n.name}: upgrade-failed without a reason`);
-    } else if (!blockedByLimit(n, nodes, rollout, cordonedByAdmin)) {
+    } else if (!blockedByLimit(n, nodes, rollout, cordonedByAdmin) && !haltedByBudget(n, nodes, rollout)) {
       violations.push(`${n.name}: ended in ${state}${n.annotations[reasonKey] === undefined ? ' (silently: no reason)' : `: ${n.annotations[reasonKey]}`}`);
     }
   }

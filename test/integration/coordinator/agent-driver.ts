@@ -11,7 +11,7 @@ import type { V1DaemonSet, V1EnvVar } from '@kubernetes/client-node';
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ProcessKubelet } from '../../../demo/process-kubelet.ts';
+import { ProcessKubelet, type ProcessKubeletOptions, type RunningContainer } from '../../../demo/process-kubelet.ts';
 import { pathExists, readTextIfExists } from '../../../shared/fs/if-exists.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { aGpuNode } from '../../fixtures/sysfs/sysfs-tree.ts';
@@ -35,14 +35,31 @@ export class AgentDriver {
   readonly kernel = installedHeadersKernel();
   readonly #kubelets: ProcessKubelet[] = [];
 
-  private constructor(world: RolloutWorld, work: string) {
+  readonly #kubeconfigPath: string;
+  readonly #restart: ProcessKubeletOptions['restart'];
+  readonly #cacheDir: string;
+
+  private constructor(world: RolloutWorld, work: string, kubeconfigPath: string, options: { restart?: ProcessKubeletOptions['restart']; cacheDir?: string }) {
     this.world = world;
     this.work = work;
+    this.#kubeconfigPath = kubeconfigPath;
+    this.#restart = options.restart;
+    this.#cacheDir = options.cacheDir ?? join(work, 'module-cache');
   }
 
-  /** Starts the process kubelet for the world's driver pods; stopped (agents SIGTERMed) when the test ends. */
-  static async start(world: RolloutWorld): Promise<AgentDriver> {
-    const driver = new AgentDriver(world, await mkdtemp(join(tmpdir(), `${world.id}-`)));
+  /** The container processes the kubelets run now (ProcessKubelet.running). */
+  running(): RunningContainer[] {
+    return this.#kubelets.flatMap((k) => k.running());
+  }
+
+  /**
+   * Starts the process kubelet for the world's driver pods; stopped (agents SIGTERMed) when the
+   * test ends. Outside a vitest run (npm run chaos) name the control plane's kubeconfig; with
+   * `restart` the kubelet restarts exited containers (ProcessKubelet's restart); `cacheDir`: the
+   * agents' module cache (default: in the test's work dir, so every test compiles).
+   */
+  static async start(world: RolloutWorld, options: { kubeconfigPath?: string; restart?: ProcessKubeletOptions['restart']; cacheDir?: string } = {}): Promise<AgentDriver> {
+    const driver = new AgentDriver(world, await mkdtemp(join(tmpdir(), `${world.id}-`)), options.kubeconfigPath ?? sharedCluster().kubeconfigPath, options);
     world.onTearDown(async () => {
       for (const kubelet of driver.#kubelets.splice(0).reverse()) await kubelet.stop();
       await rm(driver.work, { recursive: true, force: true });
@@ -58,13 +75,14 @@ export class AgentDriver {
   async runPods(labelSelector: string): Promise<void> {
     const kubelet = new ProcessKubelet({
       kubeConfig: this.world.kc,
-      kubeconfigPath: sharedCluster().kubeconfigPath,
+      kubeconfigPath: this.#kubeconfigPath,
       namespace: this.world.ns.name,
       labelSelector,
       logDir: this.logDir(),
       nodeEnv: (node) => this.hostEnv(node),
       // The template's `node agent/main.ts`, with the simulated kernel (a test double) wired in.
       programSubstitutes: { 'agent/main.ts': 'test/doubles/simulated-agent-main.ts' },
+      ...(this.#restart === undefined ? {} : { restart: this.#restart }),
     });
     await kubelet.start();
     this.#kubelets.push(kubelet);
@@ -90,7 +108,7 @@ export class AgentDriver {
   }
 
   /** The DaemonSet (OnDelete, readiness gate on the agent's condition) running the agent at `version`. */
-  daemonSet(version: string, sourceDir: string, extraEnv: Record<string, string> = {}): V1DaemonSet {
+  daemonSet(version: string, sourceDir: string, extraEnv: Record<string, string> = {}, options: { safeLoadGate?: boolean } = {}): V1DaemonSet {
     const world = this.world;
     const field = (name: string, fieldPath: string): V1EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const env: V1EnvVar[] = [
@@ -110,7 +128,18 @@ export class AgentDriver {
         ...extraEnv,
       }).map(([name, value]) => ({ name, value })),
     ];
+    // The real init container (init-container/main.ts), as manifests/driver-daemonset.yaml runs it: safe load on, no timeout.
+    const gate = {
+      name: 'safe-load-gate',
+      image: `driver-rollout/init-container:${version}`,
+      command: ['node', 'init-container/main.ts'],
+      env: [
+        field('NODE_NAME', 'spec.nodeName'),
+        ...Object.entries({ DRIVER_NAME: world.driver, KEY_DOMAIN: world.keys.domain, SAFE_LOAD_ENABLED: 'true', WAIT_TIMEOUT_SECONDS: '0', PREFLIGHT_MODULES: `drsample_core,${AGENT_DRIVER_MODULE}` }).map(([name, value]) => ({ name, value })),
+      ],
+    };
     return world.daemonSetWith({
+      ...(options.safeLoadGate === true ? { initContainers: [gate] } : {}),
       terminationGracePeriodSeconds: 5,
       readinessGates: [{ conditionType: world.keys.driverReadyCondition }],
       containers: [{ name: 'agent', image: `driver-rollout/agent:${version}`, command: ['node', 'agent/main.ts'], env }],
@@ -157,7 +186,9 @@ export class AgentDriver {
       SYSFS_ROOT: sysfs,
       MODULE_ROOT: join(host, 'root'),
       MODPROBE_CONFIG_DIR: join(host, 'run', 'modprobe.d'),
-      CACHE_DIR: join(this.work, 'module-cache'),
+      CACHE_DIR: this.#cacheDir,
+      // The init container's pre-flight reads the node's loaded modules here.
+      SYS_MODULE_ROOT: join(sysfs, 'module'),
       READY_FILE: join(host, 'run', '.driver-ready'),
       LOCK_PATH: join(host, 'run', 'agent.lock'),
       HTTP_HOST: '127.0.0.1',

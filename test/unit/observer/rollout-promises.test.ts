@@ -3,6 +3,7 @@ import {
   adminCordoned,
   allowedUnavailable,
   blockedByLimit,
+  haltedByBudget,
   limitViolations,
   operandLabelsOf,
   poolOf,
@@ -173,11 +174,29 @@ describe('cordons, pods and the end state', () => {
     // Pool a of 2 nodes: 34% allows 1.
     const adminHolds = [node('c', 'upgrade-done', { ...a, unschedulable: true }), node('w', 'upgrade-required', { ...a, annotations: reason })];
     expect(settledViolations(adminHolds, rollout, new Set(['c']))).toEqual([]);
+    // The admin-cordoned node itself is not held back by the limit (it is out of service already): not an end while it waits.
+    const cordonedWaits = [failedHolds[0] as ObservedNode, node('c', 'upgrade-required', { ...a, unschedulable: true, annotations: reason })];
+    expect(blockedByLimit(cordonedWaits[1] as ObservedNode, cordonedWaits, rollout, new Set(['c']))).toBe(false);
+    expect(settledViolations(cordonedWaits, rollout, new Set(['c']))).toEqual(['c: ended in upgrade-required: waiting for a slot in pool a']);
     // A slot free (34% of 5 = 2, one failed node), or no reason given: not an end.
     const free = [...failedHolds, node('e', 'upgrade-done', a), node('g', 'upgrade-done', a), node('h', 'upgrade-done', a)];
     expect(settledViolations(free, rollout, new Set())).toEqual(['w: ended in upgrade-required: waiting for a slot in pool a']);
     const silent = [failedHolds[0] as ObservedNode, node('w', 'upgrade-required', a)];
     expect(settledViolations(silent, rollout, new Set())).toEqual(['w: ended in upgrade-required (silently: no reason)']);
+  });
+
+  it('accepts as an end a node halted, with its reason, once maxFailedNodes nodes have failed, and only then', () => {
+    const budget = readRollout({ driverName: 'gpu', maxFailedNodes: 1 });
+    const why = 'nvidia.com/gpu-driver-upgrade.reason';
+    const failed = node('f', 'upgrade-failed', { unschedulable: true, annotations: { [why]: 'driver pod not Ready after 11 restarts' } });
+    const halted = node('h', 'upgrade-required', { annotations: { [why]: 'halted: failure budget reached' } });
+    expect(haltedByBudget(halted, [failed, halted], budget)).toBe(true);
+    expect(settledViolations([failed, halted], budget, new Set())).toEqual([]);
+    // No budget in the spec, no failed node yet, or no reason: not an end.
+    expect(haltedByBudget(halted, [failed, halted], readRollout({ driverName: 'gpu' }))).toBe(false);
+    expect(haltedByBudget(halted, [node('f', 'upgrade-done'), halted], budget)).toBe(false);
+    expect(haltedByBudget(node('h', 'upgrade-required'), [failed, node('h', 'upgrade-required')], budget)).toBe(false);
+    expect(readRollout({ driverName: 'gpu', maxFailedNodes: 2 }).maxFailedNodes).toBe(2);
   });
 
   it('ends every node done or failed with a reason, none cordoned by the rollout at done', () => {
