@@ -5,8 +5,9 @@
 #                             network: a bridge with a free 10.250.N.0/24, written to DIR/pod-network.env
 #   host.sh teardown DIR ID   kills what the node runs, unmounts everything under DIR, removes
 #                             its cgroups and its bridge, and, when it is the last real node on this machine,
-#                             restores the sysctls the kubelet rewrites and removes the host
-#                             directories the runtime hard-codes (when empty and made by us)
+#                             restores the sysctls the kubelet rewrites, removes the kubelet's
+#                             iptables chains and the host directories the runtime hard-codes
+#                             (when empty and made by us)
 #   host.sh guard OWNER DIR ID   waits for process OWNER to end, then runs teardown and removes
 #                             DIR (so a test runner killed with SIGKILL still leaves the machine
 #                             as it was; the control plane's own files go at the next run's reaping)
@@ -63,6 +64,26 @@ pod_network() {
   ip link del "$bridge" 2>/dev/null
   ip link add "$bridge" type bridge && ip addr add "10.250.$n.1/24" dev "$bridge" && ip link set "$bridge" up || { log "bridge $bridge not made"; return 1; }
   printf 'BRIDGE=%s\nSUBNET=10.250.%s.0/24\nGATEWAY=10.250.%s.1\n' "$bridge" "$n" "$n" > "$dir/pod-network.env"
+}
+
+# The chains every kubelet makes in iptables and ip6tables (its canary, the iptables-mode hint,
+# and KUBE-FIREWALL, which drops non-loopback packets to 127.0.0.0/8), gone with the last node;
+# left alone while another kubelet than ours runs on the machine.
+remove_kubelet_chains() {
+  local ipt t c
+  pgrep -x kubelet >/dev/null && { log "a kubelet runs on this machine: its iptables chains stay"; return 0; }
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for c in INPUT OUTPUT; do
+      while "$ipt" -w -D "$c" -j KUBE-FIREWALL 2>/dev/null; do :; done
+    done
+    for t in filter nat mangle; do
+      for c in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+        "$ipt" -w -t "$t" -F "$c" 2>/dev/null && "$ipt" -w -t "$t" -X "$c" 2>/dev/null
+      done
+    done
+  done
+  return 0
 }
 
 prune_users() { # forget nodes whose work dir is gone (their teardown never ran to the end)
@@ -124,6 +145,7 @@ teardown() {
       [ "$(sysctl -n "$k")" = "$v" ] || sysctl -q -w "$k=$v" >/dev/null
     done < "$state/sysctl.saved"
     rm -f "$state/sysctl.saved"
+    remove_kubelet_chains
     # Dangling pod-log links first, then the directories this machine did not have before, when empty.
     find /var/log/containers -maxdepth 1 -xtype l -delete 2>/dev/null
     # A directory we created holds only our nodes' files: shim sockets of SIGKILLed shims stay behind.
