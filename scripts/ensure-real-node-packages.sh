@@ -4,11 +4,12 @@
 #   buildah, uidmap, conmon           build the images without a daemon (runc as the OCI runtime)
 #   mmdebstrap                        the Debian rootfs of the local base image
 #   containerd, runc                  the real node's container runtime
-#   containernetworking-plugins       the node's loopback CNI plugin (the node is Ready only with CNI)
+#   containernetworking-plugins       the node's CNI plugins: bridge + host-local for the coordinator pods, loopback
+#   iproute2, procps                  host.sh: the pod-network bridge (ip), other kubelets on the machine (pgrep)
 # Idempotent: a machine that has them all returns at once.
 set -euo pipefail
 
-packages=(buildah uidmap conmon mmdebstrap containerd runc containernetworking-plugins)
+packages=(buildah uidmap conmon mmdebstrap containerd runc containernetworking-plugins iproute2 procps)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
