@@ -1,6 +1,8 @@
 import { PolicyV1Api, Watch, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../bed/wait-until.ts';
 import { isPodReady, useRolloutWorlds, type RolloutWorld } from './harness.ts';
+import { oneNodeWorld } from './one-node-world.ts';
 
 // Pods that use the device, with the DriverRollout's defaults for pod deletion (on, as the GPU
 // Operator's gpuPodDeletion, for nvidia.com/gpu*): they leave through the Eviction API before
@@ -8,12 +10,10 @@ import { isPodReady, useRolloutWorlds, type RolloutWorld } from './harness.ts';
 
 const worlds = useRolloutWorlds({ beforeAll, afterEach });
 
-async function oneNode(prefix: string): Promise<{ world: RolloutWorld; node: string }> {
-  const world = worlds.create(prefix);
-  await world.setUp([{}]);
-  await world.createDriver('driver:v1');
-  return { world, node: world.nodeNames[0] ?? '' };
-}
+/** Bounds on waits only catch a hang: a loaded machine may take minutes. */
+const HANG_MS = 150_000;
+
+const oneNode = (prefix: string): Promise<{ world: RolloutWorld; node: string }> => oneNodeWorld((p) => worlds.create(p), prefix);
 
 /** When (ms) each pod of the namespace was first seen terminating or gone. */
 async function watchDeletions(world: RolloutWorld): Promise<Map<string, number>> {
@@ -73,5 +73,34 @@ describe('device pods, default pod deletion', () => {
     expect(guarded.metadata?.deletionTimestamp).toBeUndefined();
     // The driver was not restarted under the GPU pod.
     expect((await world.driverPods())[0]?.metadata?.uid).toBe(driverBefore);
+  });
+
+  it('with drain enabled, a PDB refusing the eviction past podDeletion.timeoutSeconds sends the node to drain-required (Warning naming the PDB), and the drain takes over', async () => {
+    const { world, node } = await oneNode('pdbdrain');
+    await world.createPod(node, 'guarded', { labels: { app: 'guarded' }, resources: { 'nvidia.com/gpu': '1' } });
+    const policy = world.kc.makeApiClient(PolicyV1Api);
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: world.ns.name,
+      body: { metadata: { name: 'gpu-guard' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } } },
+    });
+    await world.createRollout({ upgradePolicy: { podDeletion: { force: true, timeoutSeconds: 3 }, drain: { enable: true, force: true, timeoutSeconds: 600 } } });
+    await world.startCoordinator();
+    await world.waitForStates({ [node]: 'upgrade-done' });
+    const driverBefore = (await world.driverPods())[0]?.metadata?.uid;
+    await world.bumpDriver('driver:v2');
+
+    // The drain is refused by the same PDB, so the node stays in drain-required until it goes.
+    await world.waitForStates({ [node]: 'drain-required' }, HANG_MS);
+    const warnings = await waitUntil('the Warning Event of the fallback', async () => {
+      const events = (await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).filter((e) => e.object === node && e.type === 'Warning' && e.message.includes('draining the node instead'));
+      return events.length > 0 ? events : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
+    expect(warnings[0]?.message).toMatch(/^device pods not removed after 3s: PDB .*gpu-guard blocks eviction of .*guarded.*; draining the node instead$/);
+    expect((await world.driverPods())[0]?.metadata?.uid).toBe(driverBefore);
+
+    await policy.deleteNamespacedPodDisruptionBudget({ name: 'gpu-guard', namespace: world.ns.name });
+    await world.waitForDriverPods((pods) => pods.length === 1 && pods[0]?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pods[0]), HANG_MS);
+    await world.waitForStates({ [node]: 'upgrade-done' }, HANG_MS);
+    expect((await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'app=guarded' })).items).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { expectNoChange } from '../../bed/expect-no-change.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
 import { isPodReady, useRolloutWorlds, type RolloutWorld } from './harness.ts';
+import { oneNodeWorld } from './one-node-world.ts';
 
 // Issue 11's emergency stop and remaining state-machine gaps, each on the real control plane
 // (KWOK driver pods, the coordinator in this process).
@@ -14,12 +15,7 @@ const worlds = useRolloutWorlds({ beforeAll, afterEach });
 /** Bounds on waits only catch a hang: a loaded machine may take minutes. */
 const HANG_MS = 150_000;
 
-async function oneNode(prefix: string): Promise<{ world: RolloutWorld; node: string }> {
-  const world = worlds.create(prefix);
-  await world.setUp([{}]);
-  await world.createDriver('driver:v1');
-  return { world, node: world.nodeNames[0] ?? '' };
-}
+const oneNode = (prefix: string): Promise<{ world: RolloutWorld; node: string }> => oneNodeWorld((p) => worlds.create(p), prefix);
 
 /** A bare workload pod on `node` and a PodDisruptionBudget that refuses its eviction. */
 async function guardedWorkload(world: RolloutWorld, node: string): Promise<PolicyV1Api> {

@@ -108,6 +108,27 @@ describe('timeouts and failures, each with real objects', () => {
     expect(Date.now() / 1000 - started).toBeGreaterThanOrEqual(3);
   });
 
+  it('fails the node when no Ready driver pod appears within podRestart.timeoutSeconds, whatever the cause (here a pod that never turns Ready and no agent report)', async () => {
+    const node = await oneNodeWorld('podrestart');
+    await world.createRollout({ upgradePolicy: { podDeletion: { enable: false }, podRestart: { timeoutSeconds: 3 } } });
+    await world.startCoordinator();
+    await world.waitForStates({ [node]: 'upgrade-done' });
+    // The new revision's pod never turns Ready (its readiness gate is never set), as with an image
+    // pull error or an init container crash loop; no agent reports a failure reason.
+    await world.apps.replaceNamespacedDaemonSet({
+      name: 'driver',
+      namespace: world.ns.name,
+      body: world.daemonSetWith({ terminationGracePeriodSeconds: 0, readinessGates: [{ conditionType: 'example.com/never' }], containers: [{ name: 'driver', image: 'driver:v2' }] }),
+    });
+
+    const [failed] = await world.waitForStates({ [node]: 'upgrade-failed' }, HANG_MS);
+    expect(annotation(failed as V1Node, world.keys.upgradeReason)).toContain('no Ready driver pod 3s after the restart began');
+    // The new pod is there (the old one was replaced), just not Ready.
+    const [pod] = await world.driverPods();
+    expect(pod?.spec?.containers[0]?.image).toBe('driver:v2');
+    expect(isPodReady(pod ?? {})).toBe(false);
+  });
+
   it('safe load: cordons and drains before clearing the init container’s annotation, uncordons once the driver is Ready', async () => {
     const node = await oneNodeWorld('safe');
     await world.createRollout({ upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 30 } } });
