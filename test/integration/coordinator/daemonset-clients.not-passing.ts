@@ -1,0 +1,60 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { keepWatching } from '../../bed/keep-watching.ts';
+import { waitUntil } from '../../bed/wait-until.ts';
+import { isPodReady, useRolloutWorlds } from './harness.ts';
+import { createNodeDaemonSet } from './operand-daemonset.ts';
+
+// NOT PASSING (parked, not run: the name does not end in .test.ts). Issue 11: "Client pods that
+// are not paused by labels but use the device (a DaemonSet pod matching a clients.podSelector ...)
+// are deleted at the same step." Measured on the real control plane (load ~8): the coordinator
+// deleted the exporter DaemonSet's pod 491 times in 68.7 s. Its DaemonSet recreates it at once
+// (DaemonSet pods tolerate the cordon), and stopDeviceClients (coordinator/plan/device-clients.ts)
+// waits until no client pod is on the node, so the driver pod was replaced only when one pass
+// happened to fall between a deletion and the next pod's binding. The upgrade then completed; on
+// a real node the new client pod would open the device again right away (DriverInUse), and
+// under other timing the node fails after clients.timeoutSeconds (300 s).
+// A design choice is needed, not a test fix: e.g. fail at once naming the DaemonSet ("recreates
+// its pod: pause it through a node label in clients.operandLabels"), or delete once and not wait
+// for replacements. This test asserts the loop is gone (at most 2 deletions of the exporter's
+// pods) and that the upgrade completes; adjust the end state to the design chosen.
+
+const worlds = useRolloutWorlds({ beforeAll, afterEach });
+
+describe('device clients not paused by labels', () => {
+  it('a DaemonSet pod matching clients.podSelector is deleted before the driver pod is replaced, without a delete-recreate loop', async () => {
+    const world = worlds.create('dsclient');
+    await world.setUp([{}]);
+    const node = world.nodeNames[0] ?? '';
+    await world.createDriver('driver:v1');
+    // A DCGM-exporter-like DaemonSet that no operand label controls: it runs on the node whatever the labels say.
+    await createNodeDaemonSet(world, 'exporter', {}, { name: 'exporter', image: 'exporter:v1' });
+    const exporterPods = async (): Promise<V1Pod[]> => (await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'app=exporter' })).items;
+    await waitUntil('the exporter Ready', async () => ((await exporterPods()).some(isPodReady) ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 });
+    const exporterBefore = (await exporterPods())[0]?.metadata?.name ?? '';
+    await world.createRollout({ upgradePolicy: { clients: { podSelector: 'app=exporter' } } });
+    await world.startCoordinator();
+    await world.waitForStates({ [node]: 'upgrade-done' });
+    const gone = new Map<string, number>();
+    const stopWatching = keepWatching(world.kc, `/api/v1/namespaces/${world.ns.name}/pods`, {}, (type, pod) => {
+      const name = pod.metadata?.name ?? '';
+      if ((type === 'DELETED' || pod.metadata?.deletionTimestamp != null) && !gone.has(name)) gone.set(name, Date.now());
+    });
+    world.onTearDown(() => {
+      stopWatching();
+      return Promise.resolve();
+    });
+    const oldDriver = (await world.driverPods())[0]?.metadata?.name ?? '';
+    await world.bumpDriver('driver:v2');
+
+    await world.waitForDriverPods((pods) => pods.length === 1 && pods[0]?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pods[0]), 150_000).catch(async (error: unknown) => {
+      const [n] = await world.nodes();
+      throw new Error(`no Ready v2 driver pod; node ${world.stateOf(n ?? {})}: ${n?.metadata?.annotations?.[world.keys.upgradeReason] ?? ''}`, { cause: error });
+    });
+    await world.waitForStates({ [node]: 'upgrade-done' }, 150_000);
+    expect(gone.get(exporterBefore) ?? Infinity).toBeLessThan(gone.get(oldDriver) ?? 0);
+    const deleted = [...gone.keys()].filter((n) => n.startsWith('exporter-'));
+    process.stdout.write(`[dsclient] exporter pods deleted: ${deleted.length}; old driver deleted ${((gone.get(oldDriver) ?? 0) - (gone.get(exporterBefore) ?? 0)) / 1000} s after the first exporter pod\n`);
+    expect(deleted.length).toBeLessThanOrEqual(2);
+  });
+});
