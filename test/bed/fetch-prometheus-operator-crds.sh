@@ -34,7 +34,8 @@ log "go mod download $module"
 json=$(cd "$(mktemp -d)" && GOTOOLCHAIN=local GOFLAGS= go mod download -json "$module")
 src=$(printf '%s' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -n "$src" ] && [ -d "$src/example/prometheus-operator-crd" ] || { log "no example/prometheus-operator-crd in the module: $json"; exit 1; }
-for f in "${crds[@]}"; do cp "$src/example/prometheus-operator-crd/$f" "$dir/$f"; done
+# install, not cp: the module cache is read-only, and a rerun after an interruption must overwrite.
+for f in "${crds[@]}"; do install -m 0644 "$src/example/prometheus-operator-crd/$f" "$dir/$f"; done
 touch "$dir/.complete"
 log "cached ${crds[*]} of $PROMETHEUS_OPERATOR_VERSION in $dir"
 echo "$dir"
