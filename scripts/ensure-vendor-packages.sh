@@ -9,19 +9,35 @@
 # machine's existing Debian sources (deb822 debian.sources or a one-line sources.list), and
 # installs `dkms` (--no-install-recommends), which the agent's dkms recipe runs.
 #
-# Packages (bookworm): nvidia-kernel-dkms (non-free; NVIDIA's proprietary-flavour kernel modules,
-# 535.309.01 from bookworm-security), firmware-nvidia-gsp (non-free-firmware) of the same upstream
-# release, r8168-dkms (non-free). Prints `<package> <directory>` per package on stdout.
-#
-# Not nvidia-open-kernel-dkms (contrib): bookworm's only version, 535.261.03-1, fails to compile
-# against bookworm's 6.1.0-56 headers (nv-pci.c:223: too few arguments to function
-# 'pci_resize_resource'; Debian's kernel backported the API change, the open package was not
-# updated in bookworm-security). See agent/README.md, "NVIDIA GPU driver".
+# Packages (bookworm), pinned where the NVIDIA build needs it:
+# - nvidia-open-kernel-dkms 535.261.03-1 (contrib): NVIDIA's OPEN GPU kernel modules, with
+#   firmware-nvidia-gsp 535.261.03-1 (non-free-firmware), the GSP firmware of the same release
+#   (nvidia/535.261.03/gsp_*.bin; the open modules cannot run without it). Both pinned, and
+#   their upstream releases must agree (checked below).
+# - the kernel they build for: linux-headers-6.1.0-50-amd64 is installed (next to whatever
+#   scripts/ensure-next-kernel-headers.sh installs), and linux-image-6.1.0-50-amd64 is fetched
+#   and unpacked, never installed: the kernel test boots it under QEMU and takes its inbox
+#   modules (drm, i2c_core, video...) from the unpacked tree (depmod'ed there, under
+#   lib/modules/<kernel>). Why not the newest ABI (6.1.0-56): Debian backported to 6.1.0-56 the
+#   four-argument pci_resize_resource(dev, i, size, exclude_bars), and 535.261.03 (bookworm's
+#   only open package, not updated in bookworm-security) predates it:
+#     nvidia/nv-pci.c:223:9: error: too few arguments to function 'pci_resize_resource'
+#   6.1.0-50's include/linux/pci.h still has the three-argument form, so it builds there.
+#   The proprietary nvidia-kernel-dkms 535.309.01 (bookworm-security) does build on 6.1.0-56
+#   but is not what the tests build any more (one cold NVIDIA build per CI run).
+#   When bookworm's mirror stops serving ABI 6.1.0-50 (a point release moves main and
+#   security past it), both pins must move together to an open package that builds there.
+# - r8168-dkms (non-free), at apt's candidate.
+# Prints `<package> <directory>` per package on stdout.
 #
 # Environment: DRIVER_ROLLOUT_CACHE (default ~/.cache/driver-rollout).
 set -euo pipefail
 
-packages=(nvidia-kernel-dkms firmware-nvidia-gsp r8168-dkms)
+# The kernel ABI the NVIDIA open modules build for (and the kernel test boots), see above.
+nvidia_kernel=6.1.0-50-amd64
+packages=(nvidia-open-kernel-dkms firmware-nvidia-gsp r8168-dkms "linux-image-$nvidia_kernel")
+# Pinned versions; a package not listed is taken at apt's candidate.
+declare -A pinned=([nvidia-open-kernel-dkms]=535.261.03-1 [firmware-nvidia-gsp]=535.261.03-1)
 sources_file=/etc/apt/sources.list.d/driver-rollout-vendor.sources
 components="contrib non-free non-free-firmware"
 
@@ -99,7 +115,8 @@ all_complete() {
     i=$((i + 1))
   done < "$resolved"
 }
-if [ -f "$resolved" ] && [ -f "$sources_file" ] && command -v dkms >/dev/null \
+headers_installed() { [ -f "/usr/src/linux-headers-$nvidia_kernel/Makefile" ]; }
+if [ -f "$resolved" ] && [ -f "$sources_file" ] && command -v dkms >/dev/null && headers_installed \
   && [ -z "$(find /var/lib/apt/lists "$sources_file" -maxdepth 1 -newer "$resolved" -print -quit 2>/dev/null)" ] \
   && [ "$(wc -l < "$resolved")" -eq "${#packages[@]}" ] \
   && all_complete; then
@@ -115,19 +132,38 @@ if ! command -v dkms >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt install -y -q --no-install-recommends dkms >&2
 fi
 
+if ! headers_installed; then
+  apt_update
+  log "installing linux-headers-$nvidia_kernel (--no-install-recommends): the NVIDIA open modules build for it"
+  DEBIAN_FRONTEND=noninteractive apt install -y -q --no-install-recommends "linux-headers-$nvidia_kernel" >&2
+fi
+
 mkdir -p "$vendor"
 exec 9>"$vendor/.lock"
 flock 9
 rm -f "$resolved.tmp"
 
 # The GSP firmware must be the release the modules were built from (nvidia/<version>/gsp_*.bin):
-# both packages are taken at apt's candidate, and their upstream releases must agree.
+# both packages are pinned, and their upstream releases must agree.
 version_of() {
   local v
+  if [ -n "${pinned[$1]:-}" ]; then
+    # A pinned version must be one apt knows (any suite), else it is gone from the mirror.
+    apt-cache madison "$1" 2>/dev/null | awk -F'|' -v want="${pinned[$1]}" '{ gsub(/ /, "", $2) } $2 == want { print $2; exit }'
+    return
+  fi
   v=$(candidate_version "$1")
   [ "$v" = "(none)" ] || echo "$v"
 }
 upstream_of() { local v=${1#*:}; echo "${v%-*}"; }
+
+# The unpacked kernel package as an installed kernel under <dir>/root: modules.dep etc. from depmod
+# against its own System.map (the package's postinst would do that on a real install).
+prepare_kernel_tree() {
+  local root=$1 kver=${2#linux-image-}
+  depmod -b "$root" -F "$root/boot/System.map-$kver" "$kver"
+  [ -f "$root/lib/modules/$kver/modules.dep" ] || { log "depmod wrote no $root/lib/modules/$kver/modules.dep"; exit 1; }
+}
 
 for p in "${packages[@]}"; do
   version=$(version_of "$p")
@@ -136,14 +172,14 @@ for p in "${packages[@]}"; do
     version=$(version_of "$p")
   fi
   if [ -z "$version" ]; then
-    log "apt has no candidate for $p (are $components enabled in $sources_file?)"
+    log "apt has no ${pinned[$p]:+version ${pinned[$p]} of }$p (are $components enabled in $sources_file? is it still on the mirror?)"
     exit 1
   fi
   case $p in
-    nvidia-kernel-dkms) nvidia_version=$version ;;
+    nvidia-open-kernel-dkms) nvidia_version=$version ;;
     firmware-nvidia-gsp)
       if [ "$(upstream_of "$version")" != "$(upstream_of "$nvidia_version")" ]; then
-        log "apt's candidates differ in upstream release: nvidia-kernel-dkms $nvidia_version, firmware-nvidia-gsp $version (the modules need the GSP firmware of their own release, nvidia/<release>/gsp_*.bin)"
+        log "the pinned versions differ in upstream release: nvidia-open-kernel-dkms $nvidia_version, firmware-nvidia-gsp $version (the modules need the GSP firmware of their own release, nvidia/<release>/gsp_*.bin)"
         exit 1
       fi ;;
   esac
@@ -155,6 +191,7 @@ for p in "${packages[@]}"; do
     (cd "$dir.tmp" && apt-get download -q "$p=$version" >&2)
     deb=$(ls "$dir.tmp"/*.deb)
     dpkg-deb -x "$deb" "$dir.tmp/root"
+    case $p in linux-image-*) prepare_kernel_tree "$dir.tmp/root" "$p" ;; esac
     mv "$deb" "$dir.tmp/package.deb"
     touch "$dir.tmp/.complete"
     mv "$dir.tmp" "$dir"

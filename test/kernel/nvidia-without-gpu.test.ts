@@ -5,20 +5,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 import { aGeForce, aSysfsTree } from '../fixtures/sysfs/sysfs-tree.ts';
 import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
-import { ensureNvidiaModules, type NvidiaModules } from '../vendor-drivers/ensure-vendor-builds.ts';
+import { ensureNvidiaModules, nvidiaTestKernel, type NvidiaModules } from '../vendor-drivers/ensure-vendor-builds.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
+import { findTestKernel } from './harness/find-test-kernel.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
 import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
 
 /*
- * NVIDIA's real GPU modules (Debian's nvidia-kernel-dkms, built by the agent's dkms recipe in
- * test/vendor-drivers) on Debian's kernel under QEMU, which has no NVIDIA GPU: the whole agent
- * (assembleAgent, configured as its DaemonSet is, with the real kernel adapter) is told by a
- * fixture sysfs that the node has one, and tries to load the driver. nvidia's init finds no GPU
- * ("NVRM: No NVIDIA GPU found.", ENODEV); the agent must report LoadFailed naming nvidia although
- * modprobe was asked for nvidia_uvm, leave none of the driver loaded, and leave the driver that
- * ran before (the sample driver) as it was.
+ * NVIDIA's real OPEN GPU modules (Debian's nvidia-open-kernel-dkms 535.261.03, built by the
+ * agent's dkms recipe in test/vendor-drivers) on Debian's kernel under QEMU, which has no NVIDIA
+ * GPU: the whole agent (assembleAgent, configured as its DaemonSet is, with the real kernel
+ * adapter) is told by a fixture sysfs that the node has one, and tries to load the driver.
+ * nvidia's init finds no GPU ("NVRM: No NVIDIA GPU found.", ENODEV); the agent must report
+ * LoadFailed naming nvidia although modprobe was asked for nvidia_uvm, leave none of the driver
+ * loaded, and leave the driver that ran before (the sample driver) as it was.
+ *
+ * The guest boots the kernel the open package builds for, not the newest installed one:
+ * Debian's linux-image-6.1.0-50-amd64, fetched and unpacked (never installed) by
+ * scripts/ensure-vendor-packages.sh, whose module tree (depmod'ed in the unpacked package) is the
+ * node's host module tree (HOST_MODULE_ROOT): inbox dependencies (drm, drm_kms_helper, video,
+ * wmi, ipmi_msghandler...) come from there. The sample driver is built for that kernel too.
  *
  * The modules reach the agent as an image's prebuilt modules (PREBUILT_MODULES_DIR/<kernel>/,
  * links to the vendor cache's files): verified (vermagic, srcversion), not compiled again under
@@ -39,11 +46,17 @@ let guest: Guest;
 let sample: BuiltDriver;
 let nvidia: NvidiaModules;
 let hostDir: string;
+/** The unpacked kernel package's root: its lib/modules/<kernel> is the guest node's host module tree. */
+let kernelRoot: string;
 
 beforeAll(async () => {
   const started = performance.now();
-  sample = await buildSampleDriver('1.0.0', join(defaultCacheDir(), 'kernel-test-modules'));
-  nvidia = await ensureNvidiaModules(sample.kernelVersion);
+  const nvidiaKernel = await nvidiaTestKernel();
+  kernelRoot = nvidiaKernel.root;
+  const kernel = await findTestKernel({ bootDir: join(kernelRoot, 'boot'), modulesRoot: join(kernelRoot, 'lib', 'modules'), headersRoot: '/lib/modules' });
+  if (kernel.version !== nvidiaKernel.release) throw new Error(`${kernelRoot} holds kernel ${kernel.version}, expected ${nvidiaKernel.release}`);
+  sample = await buildSampleDriver('1.0.0', join(defaultCacheDir(), 'kernel-test-modules'), { kernelVersion: kernel.version });
+  nvidia = await ensureNvidiaModules(kernel.version);
   // Everything the guest reads from the host is written before the boot (9p cache=loose).
   hostDir = await mkdtemp(join(tmpdir(), 'driver-rollout-nvidia-guest-'));
   await aSysfsTree().with(aGeForce('0000:01:00.0')).writeTo(join(hostDir, 'sys'));
@@ -52,7 +65,7 @@ beforeAll(async () => {
   const order = nvidia.built.modules.map((m) => m.name);
   for (const name of order) await symlink(nvidia.files[name] ?? '', join(prebuilt, `${name}.ko`));
   await writeFile(join(prebuilt, 'modules.order'), order.map((name) => `${name}.ko\n`).join(''));
-  guest = await bootGuest({ writableDirs: [GUEST_NODE_COMPILE_CACHE], bootTimeoutMs: 300_000 });
+  guest = await bootGuest({ kernel, writableDirs: [GUEST_NODE_COMPILE_CACHE], bootTimeoutMs: 300_000 });
   console.info(
     `kernel tests (NVIDIA without a GPU): ${guest.kernel.version} booted in ${Math.round(guest.bootMs)} ms; NVIDIA ${nvidia.release} ${nvidia.built.cacheHit ? 'from the vendor cache' : `built in ${nvidia.built.durationMs} ms`}; ready after ${Math.round(performance.now() - started)} ms`,
   );
@@ -82,7 +95,7 @@ function agentEnv(): Record<string, string> {
     DEVICE_FILE_PREFIXES: '/dev/nvidia',
     SYSFS_ROOT: join(hostDir, 'sys'),
     MODULE_ROOT: `${STATE}/gpu/root`,
-    HOST_MODULE_ROOT: '/',
+    HOST_MODULE_ROOT: kernelRoot,
     FIRMWARE_DIR: nvidia.firmwareDir,
     FIRMWARE_HOST_DIR: `${STATE}/gpu/firmware`,
     CACHE_DIR: `${STATE}/cache`,
@@ -94,11 +107,17 @@ function agentEnv(): Record<string, string> {
   };
 }
 
-describe("NVIDIA's GPU modules on a kernel without an NVIDIA GPU (Debian's kernel under QEMU, the whole agent)", () => {
+describe("NVIDIA's open GPU modules on a kernel without an NVIDIA GPU (Debian's 6.1.0-50 kernel under QEMU, the whole agent)", () => {
   it('fails the load cleanly: LoadFailed naming nvidia (modprobe blamed nvidia_uvm), no NVIDIA module left, the previous driver untouched', async () => {
     const steps = await runAgentSteps(guest, 'NVIDIA without a GPU', {
       steps: [
-        { kind: 'reload', built: sample, tree: { root: `${STATE}/drsample/root`, kernelVersion: guest.kernel.version, configDir: '/run/modprobe.d' }, parameters: {} },
+        {
+          kind: 'reload',
+          built: sample,
+          tree: { root: `${STATE}/drsample/root`, kernelVersion: guest.kernel.version, configDir: '/run/modprobe.d' },
+          parameters: {},
+          more: { hostTree: { root: kernelRoot, kernelVersion: guest.kernel.version, configDir: '/run/modprobe.d' } },
+        },
         { kind: 'agent-attempt', env: agentEnv(), timeoutMs: 480_000 },
       ],
       watch: [CORE, NET, ...NVIDIA_MODULES],
@@ -116,6 +135,7 @@ describe("NVIDIA's GPU modules on a kernel without an NVIDIA GPU (Debian's kerne
       deviceCount: 1,
     });
     // The kernel's own account: nvidia's init found no GPU.
+    console.info(`kernel tests: NVIDIA without a GPU, the guest's kernel log:\n${attempt.kernelLog.filter((line) => /nvidia|NVRM/i.test(line)).join('\n')}`);
     expect(attempt.kernelLog).toContainEqual(expect.stringContaining('NVRM: No NVIDIA GPU found.'));
     for (const name of NVIDIA_MODULES) expect(attempt.after[name], name).toBeNull();
     // The driver that ran before is the same, untouched: same srcversions, never unloaded.

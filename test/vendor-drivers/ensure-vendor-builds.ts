@@ -12,7 +12,7 @@ import type { BuiltDriver } from '../../agent/build/built-driver.ts';
  * Real vendor driver modules for the tests, built by the agent's own `dkms` recipe (buildDriver)
  * and kept in the agent's module cache outside the repository
  * (~/.cache/driver-rollout/vendor-agent-cache/<kernel>/<cache key>/): Debian's
- * nvidia-kernel-dkms and r8168-dkms, fetched and unpacked without their maintainer scripts by
+ * nvidia-open-kernel-dkms and r8168-dkms, fetched and unpacked without their maintainer scripts by
  * scripts/ensure-vendor-packages.sh, and test/fixtures/dkms-pair. A cold NVIDIA build costs about
  * 20 CPU-minutes; a warm cache returns in seconds. Builds of one driver are serialized across test
  * processes by a lock file, so the second caller finds the cache warm.
@@ -36,7 +36,7 @@ export interface VendorModules {
 }
 
 export interface NvidiaModules extends VendorModules {
-  /** Upstream release (e.g. `535.309.01`): the firmware directory is `nvidia/<release>/`. */
+  /** Upstream release (e.g. `535.261.03`): the firmware directory is `nvidia/<release>/`. */
   readonly release: string;
   /** The unpacked firmware-nvidia-gsp's firmware root: holds `nvidia/<release>/gsp_*.bin`. */
   readonly firmwareDir: string;
@@ -134,25 +134,41 @@ export async function ensureR8168Modules(kernelRelease: string): Promise<VendorM
 }
 
 /**
- * NVIDIA's GPU kernel modules in their proprietary flavour (Debian nvidia-kernel-dkms, non-free;
- * not the open ones) through the agent's dkms recipe: nvidia, nvidia_uvm, nvidia_modeset,
- * nvidia_drm and nvidia_peermem, plus the GSP firmware of the same release (firmware-nvidia-gsp,
- * non-free-firmware; scripts/ensure-vendor-packages.sh checks the two releases agree).
- * Debian's nvidia-open-kernel-dkms 535.261.03-1 does not compile against bookworm's 6.1.0-56
- * headers (nv-pci.c:223: too few arguments to function 'pci_resize_resource'), so the open flavour
- * is not what the tests build; a later Debian release of it can take this package's place.
+ * The kernel release NVIDIA's open modules are built for: the one linux-image-<release> package
+ * scripts/ensure-vendor-packages.sh fetches (unpacked, depmod'ed, never installed; its headers
+ * are installed). Not the newest installed headers: Debian's nvidia-open-kernel-dkms
+ * 535.261.03-1 (bookworm's only open package) does not compile against 6.1.0-56, whose
+ * pci_resize_resource takes a fourth argument Debian backported
+ * (nvidia/nv-pci.c:223: too few arguments to function 'pci_resize_resource'); 6.1.0-50 still has
+ * the three-argument form.
  */
-export async function ensureNvidiaModules(kernelRelease: string): Promise<NvidiaModules> {
-  const pkg = await vendorPackage('nvidia-kernel-dkms');
+export async function nvidiaTestKernel(): Promise<{ release: string; root: string; packageVersion: string }> {
+  const images = [...(await ensureVendorPackages()).entries()].filter(([name]) => name.startsWith('linux-image-'));
+  const [image, ...more] = images;
+  if (image === undefined || more.length > 0) throw new Error(`scripts/ensure-vendor-packages.sh should provide one linux-image-* package, provided: ${images.map(([n]) => n).join(', ') || 'none'}`);
+  const [name, { dir, version }] = image;
+  return { release: name.slice('linux-image-'.length), root: join(dir, 'root'), packageVersion: version };
+}
+
+/**
+ * NVIDIA's OPEN GPU kernel modules (Debian nvidia-open-kernel-dkms 535.261.03-1, contrib) through
+ * the agent's dkms recipe, for nvidiaTestKernel() unless told otherwise: nvidia, nvidia_uvm,
+ * nvidia_modeset, nvidia_drm and nvidia_peermem, plus the GSP firmware of the same release
+ * (firmware-nvidia-gsp 535.261.03-1, non-free-firmware; both pinned, and
+ * scripts/ensure-vendor-packages.sh checks the two releases agree). The open modules need that
+ * firmware on a real GPU.
+ */
+export async function ensureNvidiaModules(kernelRelease?: string): Promise<NvidiaModules> {
+  const pkg = await vendorPackage('nvidia-open-kernel-dkms');
   const firmware = await vendorPackage('firmware-nvidia-gsp');
   const { sourceDir, directory } = await dkmsPackageIn(pkg.dir);
   const built = await buildWithDkms({
     driver: 'nvidia',
-    packageName: 'nvidia-kernel-dkms',
+    packageName: 'nvidia-open-kernel-dkms',
     packageVersion: pkg.version,
     sourceDir,
     packages: [{ directory, variables: {} }],
-    kernelRelease,
+    kernelRelease: kernelRelease ?? (await nvidiaTestKernel()).release,
   });
   return { ...built, release: nvidiaRelease(pkg.version), firmwareDir: join(firmware.dir, 'root', 'lib', 'firmware') };
 }

@@ -7,7 +7,8 @@ import { ensureVendorPackages, vendorModuleCache } from './ensure-vendor-builds.
 /**
  * Fetches the vendor packages (scripts/ensure-vendor-packages.sh: apt sources for contrib,
  * non-free and non-free-firmware, dkms), then starts building every vendor driver with the agent's
- * recipes under `nice -n 10`, detached (cold: ~20 CPU-minutes for NVIDIA), so the build overlaps
+ * recipes under `nice -n 10`, detached (cold: ~20 CPU-minutes for NVIDIA's open modules, built
+ * for their own kernel, see nvidiaTestKernel), so the build overlaps
  * the other projects' tests without slowing them. Tests that need a driver call its ensure*
  * function, which waits on the same per-driver lock and then finds the cache warm. A run that
  * needs no NVIDIA test does not wait for it: the build goes on in the background and fills the

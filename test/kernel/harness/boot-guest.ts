@@ -49,6 +49,8 @@ export interface Guest {
 }
 
 export interface BootOptions {
+  /** The kernel to boot; default: findTestKernel()'s, the newest installed one. */
+  readonly kernel?: TestKernel;
   /** Limit for the boot itself (QEMU start to DR-GUEST-READY). */
   readonly bootTimeoutMs?: number;
   /** The guest powers itself off after this long without a command: a backstop for a host that died. */
@@ -78,7 +80,7 @@ const CONSOLE_TAIL_CHARS = 16_000;
  * a test fails with the reason, it never skips.
  */
 export async function bootGuest(options: BootOptions = {}): Promise<Guest> {
-  const kernel = await findTestKernel();
+  const kernel = options.kernel ?? (await findTestKernel());
   const initramfs = await buildInitramfs(kernel);
   for (const dir of [...(options.writableDirs ?? []), ...(options.diskDir === undefined ? [] : [options.diskDir])]) {
     if (!isAbsolute(dir) || /[\s,]/.test(dir)) throw new KernelTestBedError(`cannot share ${dir} with the guest: it must be absolute, without blanks or commas`, { dir });

@@ -24,6 +24,12 @@ const QEMU = 'qemu-system-x86_64';
 export interface KernelLocations {
   readonly bootDir?: string;
   readonly modulesRoot?: string;
+  /**
+   * Where `<version>/build` (the headers) is looked up; defaults to `modulesRoot`. A kernel
+   * package unpacked outside / (modulesRoot in its tree) still has its headers installed in
+   * /lib/modules/<version>/build.
+   */
+  readonly headersRoot?: string;
   readonly qemuCommand?: string;
 }
 const PACKAGES = 'qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static kmod';
@@ -36,6 +42,7 @@ const PACKAGES = 'qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-
  */
 export async function findTestKernel(where: KernelLocations = {}): Promise<TestKernel> {
   const { bootDir = '/boot', modulesRoot = '/lib/modules', qemuCommand = QEMU } = where;
+  const headersRoot = where.headersRoot ?? modulesRoot;
   const qemu = await findOnPath(qemuCommand);
   const problems: string[] = [];
   if (qemu === undefined) problems.push(`${qemuCommand} is not on PATH`);
@@ -50,7 +57,7 @@ export async function findTestKernel(where: KernelLocations = {}): Promise<TestK
       version,
       image: join(bootDir, `vmlinuz-${version}`),
       modulesDir: join(modulesRoot, version),
-      buildDir: join(modulesRoot, version, 'build'),
+      buildDir: join(headersRoot, version, 'build'),
       qemu: qemu ?? qemuCommand,
     };
     const missing = await missingParts(kernel);
