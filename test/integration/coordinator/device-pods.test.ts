@@ -52,6 +52,22 @@ describe('device pods, default pod deletion', () => {
     expect(deletions.has('web')).toBe(false);
   });
 
+  it('with no upgradePolicy at all, a bare GPU pod (no controller, so not evictable without force) is never run over: upgrade-failed naming it, the driver pod not restarted', async () => {
+    const { world, node } = await oneNode('nopolicy');
+    await world.createPod(node, 'trainer', { resources: { 'nvidia.com/gpu': '1' } });
+    await world.createRollout({});
+    await world.startCoordinator();
+    await world.waitForStates({ [node]: 'upgrade-done' });
+    const driverBefore = (await world.driverPods())[0]?.metadata?.uid;
+    await world.bumpDriver('driver:v2');
+
+    const [failed] = await world.waitForStates({ [node]: 'upgrade-failed' }, HANG_MS);
+    expect(failed?.metadata?.annotations?.[world.keys.upgradeReason]).toMatch(/cannot delete device pods: .*trainer \(not managed by a controller; set podDeletion\.force\); drain is not enabled/);
+    expect((await world.driverPods())[0]?.metadata?.uid).toBe(driverBefore);
+    const trainer = await world.core.readNamespacedPod({ name: 'trainer', namespace: world.ns.name });
+    expect(trainer.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
   it('a PDB refusing the eviction holds until podDeletion.timeoutSeconds, then upgrade-failed naming the PDB; the GPU pod keeps running', async () => {
     const { world, node } = await oneNode('pdbdev');
     await world.createPod(node, 'guarded', { labels: { app: 'guarded' }, resources: { 'nvidia.com/gpu': '1' } });
