@@ -4,7 +4,6 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProcessKubelet } from '../../demo/process-kubelet.ts';
-import { KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
 import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import type { ControlPlane } from '../bed/control-plane.ts';
 import { createFakeNodes } from '../bed/fake-nodes.ts';
@@ -434,9 +433,12 @@ async function nodeChurn(ctx: FaultContext): Promise<void> {
 }
 
 /**
- * A node stops reporting (its kubelet gone: KWOK stops running it, and its Ready condition turns
- * Unknown as the node controller would set it) while it upgrades; in half the runs it comes back
- * 2–6 state changes later (or after 20 s), in the others it stays away to the end.
+ * A node turns NotReady while it upgrades: its Ready condition Unknown, as the node controller
+ * writes it when a kubelet stops reporting. Only the condition: KWOK (v0.8.0) keeps running the
+ * node's pods and renewing its lease (its manage-nodes annotation filter drops updates, so
+ * un-annotating a node does not stop it; read in its informer source), so this is the node as
+ * the API reports it, not a dead host. In half the runs it turns Ready again 2–6 state changes
+ * later (or after 20 s), in the others it stays NotReady to the end.
  */
 async function nodeNotReady(ctx: FaultContext): Promise<void> {
   const { world, random } = ctx;
@@ -447,28 +449,21 @@ async function nodeNotReady(ctx: FaultContext): Promise<void> {
   }
   const state = ctx.watch.states().get(name) ?? '?';
   const comesBack = random() < 0.5;
-  await setKubeletRunning(world, name, false);
-  world.onTearDown(() => setKubeletRunning(world, name, true).catch(() => undefined));
+  await setNodeReady(world, name, false);
   ctx.addFault(`node ${name} NotReady in ${state}${comesBack ? '' : ' (for good)'}`);
   if (!comesBack) return;
   await Promise.race([afterTransitions(ctx, 2 + Math.floor(random() * 5)), sleep(20_000)]);
-  await setKubeletRunning(world, name, true);
+  await setNodeReady(world, name, true);
   ctx.addFault(`node ${name} Ready again in ${ctx.watch.states().get(name) ?? '?'}`);
 }
 
-/**
- * Stops or resumes the node's "kubelet": KWOK runs only nodes annotated kwok.x-k8s.io/node=fake.
- * Stopped, the node's Ready condition is set Unknown at once (as the node controller does after
- * its grace period) and nothing heartbeats it back; resumed, KWOK reports it Ready again.
- */
-async function setKubeletRunning(world: RolloutWorld, name: string, running: boolean): Promise<void> {
-  await world.core.patchNode({ name, body: { metadata: { annotations: { [KWOK_NODE_ANNOTATION]: running ? 'fake' : 'chaos-stopped' } } } }, MERGE_PATCH);
-  if (running) return;
+/** Sets the node's Ready condition: Unknown as the node controller writes it for a silent kubelet, or True as a kubelet reports it. */
+async function setNodeReady(world: RolloutWorld, name: string, ready: boolean): Promise<void> {
   const now = new Date();
-  await world.core.patchNodeStatus(
-    { name, body: { status: { conditions: [{ type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastHeartbeatTime: now, lastTransitionTime: now }] } } },
-    STRATEGIC_MERGE_PATCH,
-  );
+  const condition = ready
+    ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }
+    : { type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastHeartbeatTime: now, lastTransitionTime: now };
+  await world.core.patchNodeStatus({ name, body: { status: { conditions: [condition] } } }, STRATEGIC_MERGE_PATCH);
 }
 
 /** The process kubelet's back-off for restarted containers (the kubelet's is 10 s … 5 min). */
