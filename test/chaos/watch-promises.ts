@@ -1,14 +1,16 @@
-import { CoreV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, PolicyV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import {
   adminCordoned,
   blockedByLimit,
   haltedByBudget,
   limitViolations,
+  neverDisruptedRemoval,
   OPERAND_PAUSED,
   operandLabelsOf,
   protectedPodRemoval,
   settledViolations,
   uncordonViolations,
+  type ObservedBudget,
   type ObservedNode,
   type ObservedPod,
   type ObservedRollout,
@@ -97,6 +99,16 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
   const listed = await core.listNode({ labelSelector: options.nodeSelector });
   const nodes = new Map<string, ObservedNode>(listed.items.map((n) => [n.metadata?.name ?? '', observeNode(n)]));
   const cordonedByAdmin = adminCordoned([...nodes.values()], options.rollout);
+  // The workloads' PodDisruptionBudgets, as they are when the watch starts (the scenarios create them before).
+  const policy = options.kc.makeApiClient(PolicyV1Api);
+  const budgets: ObservedBudget[] = (await Promise.all(options.podNamespaces.map((namespace) => policy.listNamespacedPodDisruptionBudget({ namespace }))))
+    .flatMap((list) => list.items)
+    .map((b) => ({
+      namespace: b.metadata?.namespace ?? '',
+      name: b.metadata?.name ?? '',
+      selector: { matchLabels: b.spec?.selector?.matchLabels ?? {}, matchExpressions: (b.spec?.selector?.matchExpressions ?? []).map((e) => ({ key: e.key, operator: e.operator, values: e.values ?? [] })) },
+      maxUnavailable: b.spec?.maxUnavailable ?? null,
+    }));
   const violations: string[] = [];
   const forgotten = new Set<string>();
   /** Operand pods removed before their node showed the pause: id → node, operand labels, the verdict. */
@@ -135,6 +147,8 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
     judged.add(uid);
     checks += 1;
     const observed = observePod(pod);
+    const broken = neverDisruptedRemoval(observed, budgets);
+    if (broken !== undefined) violations.push(`${new Date().toISOString()} ${broken}`);
     const why = protectedPodRemoval(observed, options.rollout, { driverDaemonSets: options.driverDaemonSets, nodeLabels: nodes.get(observed.nodeName)?.labels ?? {} });
     if (why === undefined) return;
     const operands = operandLabelsOf(observed, options.rollout);

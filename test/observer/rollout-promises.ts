@@ -431,3 +431,22 @@ export function settledViolations(nodes: readonly ObservedNode[], rollout: Obser
   }
   return violations;
 }
+
+/** A PodDisruptionBudget as the observer reads it. */
+export interface ObservedBudget {
+  readonly namespace: string;
+  readonly name: string;
+  readonly selector: LabelSelectorObject;
+  readonly maxUnavailable: number | string | null;
+}
+
+/**
+ * Why removing this pod broke a PodDisruptionBudget that never allows a disruption
+ * (maxUnavailable 0 or "0%"; the rollout drains through the Eviction API, which refuses every
+ * eviction such a budget covers), or undefined. Budgets with other limits are the API server's to
+ * enforce (their allowance depends on the other pods' health at that moment).
+ */
+export function neverDisruptedRemoval(pod: ObservedPod, budgets: readonly ObservedBudget[]): string | undefined {
+  const budget = budgets.find((b) => b.namespace === pod.namespace && (b.maxUnavailable === 0 || b.maxUnavailable === '0%') && selects(b.selector, pod.labels));
+  return budget === undefined ? undefined : `pod ${pod.namespace}/${pod.name} removed though PodDisruptionBudget ${budget.name} (maxUnavailable ${String(budget.maxUnavailable)}) never allows a disruption`;
+}

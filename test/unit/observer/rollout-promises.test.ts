@@ -4,6 +4,7 @@ import {
   allowedUnavailable,
   blockedByLimit,
   haltedByBudget,
+  neverDisruptedRemoval,
   limitViolations,
   operandLabelsOf,
   poolOf,
@@ -212,5 +213,17 @@ describe('cordons, pods and the end state', () => {
       'stuck: ended in drain-required (silently: no reason)',
       'left: upgrade-done but left cordoned',
     ]);
+  });
+});
+
+describe('PodDisruptionBudgets that never allow a disruption', () => {
+  const pod = (labels: Record<string, string>, namespace = 'ml'): ObservedPod => ({ namespace, name: 'p', labels, annotations: {}, owner: null, nodeName: 'n', resourceNames: [], nodeSelectorKeys: [] });
+  const never = { namespace: 'ml', name: 'never', selector: { matchLabels: { guard: 'all' } }, maxUnavailable: 0 };
+  it('flags the removal of a pod such a budget covers, and of no other', () => {
+    expect(neverDisruptedRemoval(pod({ guard: 'all' }), [never])).toBe('pod ml/p removed though PodDisruptionBudget never (maxUnavailable 0) never allows a disruption');
+    expect(neverDisruptedRemoval(pod({ guard: 'all' }), [{ ...never, maxUnavailable: '0%' }])).toBeDefined();
+    expect(neverDisruptedRemoval(pod({ guard: 'some' }), [never])).toBeUndefined();
+    expect(neverDisruptedRemoval(pod({ guard: 'all' }, 'other'), [never])).toBeUndefined();
+    expect(neverDisruptedRemoval(pod({ guard: 'all' }), [{ ...never, maxUnavailable: 1 }])).toBeUndefined();
   });
 });
