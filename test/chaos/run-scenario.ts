@@ -59,6 +59,8 @@ export interface ScenarioOptions {
 }
 
 const MONITOR_DAEMONSET = 'monitor';
+/** The device resource the workloads request: pod deletion (on by default) evicts them. */
+const DEVICE_RESOURCE = 'nvidia.com/gpu';
 /** An operand's node label (clients.operandLabels): its DaemonSet's pods leave while the driver restarts. */
 const OPERAND_LABEL = 'example.com/chaos-operand';
 
@@ -176,6 +178,9 @@ function chaosSpec(scenario: Scenario, pick: <T>(items: readonly T[]) => T) {
     upgradePolicy: {
       maxUnavailable: pick([1, 2, '34%', '50%']),
       maxParallelUpgrades: pick([0, 1, 2]),
+      // The workloads use the device (nvidia.com/gpu): pod deletion evicts them (bare pods: force),
+      // and a pod it cannot evict in 20 s (the PDB that never allows it) goes on to the drain.
+      podDeletion: { force: true, timeoutSeconds: 20 },
       drain: { enable: true, force: true, timeoutSeconds: 15, podSelector: 'workload=true' },
       clients: { operandLabels: [OPERAND_LABEL], timeoutSeconds: 60 },
       ...(scenario === 'stuck-workloads'
@@ -536,19 +541,19 @@ async function crashLoopingDriver(world: RolloutWorld, kubeconfigPath: string): 
 }
 
 /**
- * Pods the policy names (workload=true, evictable; an operand DaemonSet's pods, which leave while
+ * Pods the policy names (workload=true device pods, evicted by pod deletion; an operand DaemonSet's pods, which leave while
  * the driver restarts; for stuck-workloads one behind a PDB that never allows an eviction, a job
  * pod that never ends, validators that never turn Ready) and pods it must never remove (a
  * DaemonSet's pod on every node, a drain-skip pod).
  */
 async function createProtectedPods(world: RolloutWorld, stuck: boolean): Promise<void> {
   const [first, second, third] = world.nodeNames;
-  for (const [i, name] of world.nodeNames.entries()) await world.createPod(name, `work-${i}`);
+  for (const [i, name] of world.nodeNames.entries()) await world.createPod(name, `work-${i}`, { resources: { [DEVICE_RESOURCE]: '1' } });
   await world.createPod(first ?? '', 'skip-me', { labels: { workload: 'true', [world.keys.drainSkip]: 'true' } });
   await createDaemonSet(world, MONITOR_DAEMONSET, { workload: 'true' }, {}, {});
   await createDaemonSet(world, 'operand', {}, { [OPERAND_LABEL]: 'true' }, { terminationGracePeriodSeconds: 0 });
   if (!stuck) return;
-  await world.createPod(second ?? '', 'guarded', { labels: { guard: 'all' } });
+  await world.createPod(second ?? '', 'guarded', { labels: { guard: 'all' }, resources: { [DEVICE_RESOURCE]: '1' } });
   await world.kc.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
     namespace: world.ns.name,
     body: { metadata: { name: 'never' }, spec: { maxUnavailable: 0, selector: { matchLabels: { guard: 'all' } } } },

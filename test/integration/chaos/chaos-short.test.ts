@@ -29,6 +29,14 @@ async function runShort(plane: ChaosPlane, scenario: Scenario): Promise<void> {
   expect(result.checks, replay).toBeGreaterThan(0);
   expect(result.violations, replay).toEqual([]);
   const ends = result.final.map((f) => `${f.node.slice(-2)} ${f.state}: ${f.reason}`).join('\n');
+  if (scenario === 'stuck-workloads') {
+    // The node with the pod a PDB never lets go (the second node): once started, it can only fail, naming that pod.
+    const guarded = result.final.find((f) => f.node.endsWith('-01'));
+    if (guarded !== undefined && guarded.state !== 'upgrade-required') {
+      expect(guarded.state, `${replay}\n${ends}`).toBe('upgrade-failed');
+      expect(guarded.reason, `${replay}\n${ends}`).toContain('guarded');
+    }
+  }
   if (scenario === 'crash-looping-agent') {
     // The crash loop fails its node with the restarts as the reason; the failure budget (1) halts the others.
     expect(result.final.some((f) => f.state === 'upgrade-failed' && /restarts|CrashLoopBackOff|no Ready driver pod/.test(f.reason)), `${replay}\n${ends}`).toBe(true);
