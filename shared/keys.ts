@@ -106,6 +106,11 @@ export interface DriverKeys {
   /** Node annotation (ours): unix seconds when the wait for paused operands and device clients to leave began. */
   readonly operandPauseStartTime: string;
   /**
+   * Node annotation (ours): comma-separated DaemonSets (`<namespace>/<name>`) whose client pod came
+   * back during this pod-restart step; each got one Warning Event (device-clients.ts).
+   */
+  readonly clientsRecreated: string;
+  /**
    * Node annotation (agent, OWN_KEY_DOMAIN): the driver loaded now and the pod that loaded it,
    * `{"pod":"<ns>/<name>","driver":<fingerprint>}` (shared/driver-identity.ts); set once the load
    * is verified (fast path included), removed when the agent unloads, fails or finds no device.
@@ -152,6 +157,7 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     failedRevision: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.failed-revision`,
     pausedOperands: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.paused-operands`,
     operandPauseStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.operand-pause-start-time`,
+    clientsRecreated: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.clients-recreated`,
     driverLoaded: `${fact}-driver-loaded`,
     restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
   };

@@ -189,11 +189,20 @@ function toPod(pod: V1Pod): PodSnapshot {
     ready: isReady(p.status?.conditions),
     deleting: isDeleting(p),
     controllerKind: p.metadata?.ownerReferences?.find((r) => r.controller === true)?.kind ?? null,
+    controllerName: p.metadata?.ownerReferences?.find((r) => r.controller === true)?.name ?? null,
+    createdAt: createdAtOf(p),
     mirror: p.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined,
     usesEmptyDir: (p.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined),
     resourceNames: resourceNamesOf(p),
     nodeLabelKeys: nodeLabelKeysOf(p),
   }));
+}
+
+/** creationTimestamp in ms; the client may hand it over as a Date or as the API's string. */
+function createdAtOf(pod: V1Pod): number | null {
+  const raw: unknown = pod.metadata?.creationTimestamp;
+  const ms = raw instanceof Date ? raw.getTime() : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
+  return Number.isFinite(ms) ? ms : null;
 }
 
 function nodeLabelKeysOf(pod: V1Pod): string[] {

@@ -11,6 +11,7 @@ import { matchesSelector } from '../policy/label-selector.ts';
 import type { NodeAction } from './action.ts';
 import { isTerminal, listPods, usesDevice } from './device-pods.ts';
 import type { PodSnapshot } from './snapshot.ts';
+import { readUnixSeconds } from './node-view.ts';
 import { fail, readTimer, timeoutText, wait, type NodeContext, type StepContext, type StepResult } from './step.ts';
 
 /** The operand labels we paused and their previous values; {} when none or unreadable. */
@@ -30,6 +31,10 @@ export function pausedOperands(annotations: Readonly<Record<string, string>>, ke
  * Before the driver pod is replaced: pause the operand labels present, delete the other
  * DaemonSet pods that use the device, and wait (clients.timeoutSeconds, then upgrade-failed)
  * until none of them is on the node. null when nothing is left to stop.
+ * Only clients created before the step began (operandPauseStartTime) are deleted and waited for:
+ * their DaemonSet recreates them at once (DaemonSet pods tolerate the cordon), and the coordinator
+ * is stateless, so "delete once" comes from the pods' creation times. Replacements are left alone
+ * (recreatedClientWarnings says so once per DaemonSet).
  */
 export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResult | null {
   const keys = ctx.policy.keys;
@@ -45,9 +50,9 @@ export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResu
   }
   const paused = new Set(settings.operandLabels.filter((k) => labels[k] !== undefined));
   const operands = node.view.snapshot.pods.filter((p) => !isTerminal(p) && p.nodeLabelKeys.some((k) => paused.has(k)));
-  const clients = node.view.snapshot.pods.filter((p) => !operands.includes(p) && isDeviceClient(p, ctx));
-  if (pausing.length === 0 && operands.length === 0 && clients.length === 0) return null;
   const timer = readTimer(node, ctx, keys.operandPauseStartTime, settings.timeoutSeconds);
+  const clients = node.view.snapshot.pods.filter((p) => !operands.includes(p) && isDeviceClient(p, ctx) && !isReplacement(p, timer.start));
+  if (pausing.length === 0 && operands.length === 0 && clients.length === 0) return null;
   const left = [...operands, ...clients];
   if (timer.expired) return fail(node, ctx, `device clients still on the node ${settings.timeoutSeconds}s after they were stopped: ${listPods(left)}`);
   const deletes: NodeAction[] = clients.filter((p) => !p.deleting).map((p) => ({ kind: 'deletePod', node: name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } }));
@@ -59,11 +64,51 @@ export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResu
   );
 }
 
+/**
+ * One Warning Event per DaemonSet whose client pod came back after the step began (recorded in
+ * the clientsRecreated annotation, written with the Events, so later passes stay quiet). Such a
+ * pod is neither deleted again nor waited for; should it open the device, the agent reports
+ * DriverInUse and the node fails after podRestart.failAfterSeconds. [] when nothing is new.
+ */
+export function recreatedClientWarnings(node: NodeContext, ctx: StepContext): NodeAction[] {
+  const keys = ctx.policy.keys;
+  const started = readUnixSeconds(node.view.annotations, keys.operandPauseStartTime);
+  if (started === null) return [];
+  const raw = node.view.annotations[keys.clientsRecreated];
+  const warned = new Set(raw === undefined || raw === '' ? [] : raw.split(','));
+  const fresh = new Map<string, PodSnapshot>();
+  for (const pod of node.view.snapshot.pods) {
+    const daemonSet = `${pod.namespace}/${pod.controllerName ?? ''}`;
+    if (isDeviceClient(pod, ctx) && isReplacement(pod, started) && !warned.has(daemonSet) && !fresh.has(daemonSet)) fresh.set(daemonSet, pod);
+  }
+  if (fresh.size === 0) return [];
+  const name = node.view.snapshot.name;
+  const actions: NodeAction[] = [{ kind: 'setAnnotation', node: name, key: keys.clientsRecreated, value: [...warned, ...fresh.keys()].join(',') }];
+  for (const [daemonSet, pod] of fresh) {
+    const message =
+      `DaemonSet ${daemonSet} recreated its device client ${pod.namespace}/${pod.name} after it was stopped for the driver restart; ` +
+      `it is not deleted again. Pause it with upgradePolicy.clients.operandLabels (a node label its nodeSelector requires): ` +
+      `if it opens the device, the agent reports DriverInUse and the node fails after podRestart.failAfterSeconds`;
+    actions.push({ kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message });
+  }
+  return actions;
+}
+
 /** A DaemonSet pod (pod deletion leaves those alone) that uses the device or matches clients.podSelector. */
 function isDeviceClient(pod: PodSnapshot, ctx: StepContext): boolean {
   if (isTerminal(pod) || pod.controllerKind !== 'DaemonSet') return false;
   const selector = ctx.policy.clients.podSelector;
   return usesDevice(pod, ctx.policy.devicePods) || (selector !== null && matchesSelector(selector, pod.labels));
+}
+
+/**
+ * Created after the step began (`start`, ms). Both times count in whole seconds, as the API and the
+ * annotation store them, and a pod created in the step's first second counts as a replacement:
+ * the loop this prevents recreates pods several times a second. Unknown creation time: older.
+ */
+function isReplacement(pod: PodSnapshot, start: number): boolean {
+  if (pod.createdAt === undefined || pod.createdAt === null) return false;
+  return Math.floor(pod.createdAt / 1000) >= Math.floor(start / 1000);
 }
 
 /**

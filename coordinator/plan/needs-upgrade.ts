@@ -36,7 +36,7 @@ export function timerKeysOf(state: string, keys: DriverKeys): readonly string[] 
     case 'drain-required':
       return [keys.drainStartTime];
     case 'pod-restart-required':
-      return [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime];
+      return [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime, keys.clientsRecreated];
     case 'validation-required':
       return [keys.validationStartTime];
     default:
@@ -57,6 +57,7 @@ export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
       keys.podRestartStartTime,
       keys.driverFailingSince,
       keys.operandPauseStartTime,
+      keys.clientsRecreated,
       keys.validationStartTime,
       keys.restartOnly,
       keys.upgradeStartTime,

@@ -34,6 +34,13 @@ export interface PodSnapshot extends PodRef {
   readonly deleting: boolean;
   /** Kind of the controller owner reference (`ReplicaSet`, `Job`, `DaemonSet`, ...); null when no controller. */
   readonly controllerKind: string | null;
+  /** Name of the controller owner reference (the DaemonSet's name for a DaemonSet pod); absent or null when none. */
+  readonly controllerName?: string | null | undefined;
+  /**
+   * `metadata.creationTimestamp`, ms since epoch (whole seconds, as the API stores it); absent or
+   * null when unknown, then the pod counts as older than any step (device-clients.ts).
+   */
+  readonly createdAt?: number | null | undefined;
   /** A static pod's mirror (annotation `kubernetes.io/config.mirror`): the API cannot remove it. */
   readonly mirror: boolean;
   /** Has an emptyDir volume (its data is lost on eviction). */

@@ -168,7 +168,11 @@ const upgradePolicySchema = z.object({
        * `gpu`, none for others.
        */
       operandLabels: z.array(z.string().refine(isLabelKey, 'must be a label key')).max(32).optional(),
-      /** DaemonSet pods matching this selector use the device too: they are deleted at the same step. */
+      /**
+       * DaemonSet pods matching this selector use the device too: they are deleted at the same
+       * step, once (only pods created before the step began; a replacement gets a Warning Event
+       * naming its DaemonSet: pause it with operandLabels). See coordinator/plan/device-clients.ts.
+       */
       podSelector: selectorString.optional(),
       /** Longest wait for operands and client pods to leave; then upgrade-failed. 0 waits forever. */
       timeoutSeconds: timeoutSeconds(300),

@@ -1,6 +1,6 @@
 import type { NodeAction } from '../action.ts';
 import { listPods, usesDevice } from '../device-pods.ts';
-import { restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
+import { recreatedClientWarnings, restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
 import { driverFailure, REBOOT_REQUIRED_REASON, type DriverFailure } from '../driver-failure.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { cycleClosingRemovals, isWaitingForSafeLoad } from '../needs-upgrade.ts';
@@ -30,10 +30,16 @@ export const MAX_DRIVER_RESTARTS = 10;
  */
 export const handlePodRestart: StateHandler = (node, ctx) => {
   const result = restartDriver(node, ctx);
-  if (result.kind !== 'wait' || !isRestartOnlyCycle(node.view.annotations, ctx.policy.keys)) return result;
+  if (!isRestartOnlyCycle(node.view.annotations, ctx.policy.keys)) return withWarnings(result, recreatedClientWarnings(node, ctx));
+  if (result.kind !== 'wait') return result;
   const { reason } = result;
   return { ...result, reason: { ...reason, message: `${RESTART_ONLY_TEXT}: ${reason.message}`, detail: `${RESTART_ONLY_TEXT}: ${reason.detail}` } };
 };
+
+/** The step's result with the recreated-client Warnings (and their record) ahead of its own actions. */
+function withWarnings(result: StepResult, warnings: readonly NodeAction[]): StepResult {
+  return warnings.length === 0 ? result : { ...result, actions: [...warnings, ...result.actions] };
+}
 
 function restartDriver(node: NodeContext, ctx: StepContext): StepResult {
   const name = node.view.snapshot.name;

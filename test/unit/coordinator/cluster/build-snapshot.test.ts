@@ -31,7 +31,7 @@ function world() {
       aDriverPod(driver, 'gpu-2', 'new', { restarts: 4, ready: false }),
       aDriverPod(otherNamespace, 'cpu-only', 'x'),
       aDriverPod(otherSelector, 'gpu-1', 'y'),
-      aPod('ml', 'trainer', 'gpu-1', { owner: { kind: 'Job', uid: 'job-1' }, requests: { 'nvidia.com/gpu': '1' }, emptyDir: true, labels: { team: 'a' } }),
+      aPod('ml', 'trainer', 'gpu-1', { owner: { kind: 'Job', uid: 'job-1', name: 'train' }, created: new Date('2026-11-22T03:00:00Z'), requests: { 'nvidia.com/gpu': '1' }, emptyDir: true, labels: { team: 'a' } }),
       aPod('kube-system', 'static', 'gpu-1', { mirror: true }),
       aPod('ml', 'leaving', 'gpu-2', { deleting: true }),
     ],
@@ -84,7 +84,7 @@ describe('buildSnapshot', () => {
     expect(gpu1?.pods.map((p) => `${p.namespace}/${p.name}`).sort()).toEqual(['gpu-operator/toolkit-gpu-1', 'kube-system/static', 'ml/trainer']);
     expect(gpu1?.pods.find((p) => p.name === 'trainer')).toEqual({
       namespace: 'ml', name: 'trainer', uid: 'pod-ml-trainer', labels: { team: 'a' }, phase: 'Running', ready: true, deleting: false,
-      controllerKind: 'Job', mirror: false, usesEmptyDir: true, resourceNames: ['nvidia.com/gpu'], nodeLabelKeys: [],
+      controllerKind: 'Job', controllerName: 'train', createdAt: Date.parse('2026-11-22T03:00:00Z'), mirror: false, usesEmptyDir: true, resourceNames: ['nvidia.com/gpu'], nodeLabelKeys: [],
     });
     expect(gpu1?.pods.find((p) => p.name === 'static')).toMatchObject({ mirror: true, controllerKind: null });
     expect(gpu2?.pods).toEqual([expect.objectContaining({ name: 'leaving', deleting: true })]);

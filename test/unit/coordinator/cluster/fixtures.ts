@@ -30,6 +30,8 @@ export interface PodExtra {
   emptyDir?: boolean;
   mirror?: boolean;
   deleting?: boolean;
+  /** metadata.creationTimestamp. */
+  created?: Date;
   ready?: boolean;
   restarts?: number;
   /** Replaces the generated status fields it names (init container statuses, conditions, ...). */
@@ -44,6 +46,7 @@ export const aPod = (namespace: string, name: string, node: string, extra: PodEx
     labels: extra.labels ?? {},
     ...(extra.mirror === true ? { annotations: { 'kubernetes.io/config.mirror': 'x' } } : {}),
     ...(extra.deleting === true ? { deletionTimestamp: new Date() } : {}),
+    ...(extra.created === undefined ? {} : { creationTimestamp: extra.created }),
     ...(extra.owner === undefined ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: extra.owner.kind, name: extra.owner.name ?? 'owner', uid: extra.owner.uid, controller: true }] }),
   },
   spec: {

@@ -73,8 +73,14 @@ export class PodBuilder {
     this.pod.resourceNames = [...this.pod.resourceNames, ...resources];
     return this;
   }
-  ownedBy(kind: string | null): this {
+  ownedBy(kind: string | null, name?: string): this {
     this.pod.controllerKind = kind;
+    if (name !== undefined) this.pod.controllerName = name;
+    return this;
+  }
+  /** metadata.creationTimestamp `seconds` before NOW (whole seconds, as the API stores it). */
+  createdSecondsAgo(seconds: number): this {
+    this.pod.createdAt = (Math.floor(NOW / 1000) - seconds) * 1000;
     return this;
   }
   inPhase(phase: PodSnapshot['phase']): this {

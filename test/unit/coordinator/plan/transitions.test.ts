@@ -4,7 +4,7 @@
  * restarts), why it waits, and which annotations it writes.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReasonCode } from '../../../../coordinator/plan/action.ts';
+import type { NodeAction, ReasonCode } from '../../../../coordinator/plan/action.ts';
 import type { PdbSnapshot } from '../../../../coordinator/plan/snapshot.ts';
 import type { DriverRolloutSpecInput } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
@@ -16,6 +16,7 @@ import {
   aPdb,
   aPod,
   aPolicy,
+  actionsOf,
   annotationWrites,
   effectsOf,
   planAt,
@@ -926,4 +927,62 @@ describe('planUpgrades transitions', () => {
       });
     });
   }
+});
+
+/**
+ * A DaemonSet recreates a deleted client pod at once (its pods tolerate the cordon): only pods
+ * created before the step began (operandPauseStartTime) are deleted and waited for; a replacement
+ * gets one Warning Event per DaemonSet, recorded on the node so later passes stay quiet.
+ */
+describe('device clients recreated by their DaemonSet', () => {
+  const CLIENTS: UpgradePolicyInput = { clients: { podSelector: 'app=exporter', operandLabels: [] } };
+  const original = () => aPod('exporter-a').ownedBy('DaemonSet', 'exporter').labelled({ app: 'exporter' }).createdSecondsAgo(3600);
+  const replacement = () => aPod('exporter-b').ownedBy('DaemonSet', 'exporter').labelled({ app: 'exporter' }).createdSecondsAgo(5);
+  const stepping = () => aNode('n1').inState('pod-restart-required').outdated().cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(10) });
+  const warnings = (actions: readonly NodeAction[]): string[] => actions.flatMap((a) => (a.kind === 'emitEvent' && a.type === 'Warning' ? [a.message] : []));
+
+  it('a pod created before the step is deleted and waited for; the replacement created after it is neither', () => {
+    const plan = planAt(aCluster([stepping().with(original(), replacement())]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual(['deletePod:work/exporter-a']);
+    expect(reasonOf(plan, 'n1')?.code).toBe('waiting-for-clients');
+    expect(reasonOf(plan, 'n1')?.detail).toMatch(/^waiting for device clients to leave: work\/exporter-a \(10s of 300s\)$/);
+  });
+
+  it('a terminating original is still waited for, the replacement is not deleted', () => {
+    const plan = planAt(aCluster([stepping().with(original().terminating(), replacement())]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual([]);
+    expect(reasonOf(plan, 'n1')?.detail).toMatch(/^waiting for device clients to leave: work\/exporter-a /);
+  });
+
+  it('only the replacement left → the driver pod is replaced, with one Warning naming the DaemonSet and operandLabels', () => {
+    const plan = planAt(aCluster([stepping().with(replacement())]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual(['deleteDriverPod:gpu-operator/gpu-driver-n1']);
+    const sent = warnings(actionsOf(plan, 'n1'));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^DaemonSet work\/exporter recreated its device client work\/exporter-b .*clients\.operandLabels.*DriverInUse/);
+    expect(annotationWrites(plan, 'n1')[KEYS.clientsRecreated]).toBe('work/exporter');
+  });
+
+  it('a DaemonSet already warned about is not warned about again', () => {
+    const node = stepping().annotated({ [KEYS.clientsRecreated]: 'work/exporter' }).with(replacement());
+    const plan = planAt(aCluster([node]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual(['deleteDriverPod:gpu-operator/gpu-driver-n1']);
+    expect(warnings(actionsOf(plan, 'n1'))).toEqual([]);
+    expect(annotationWrites(plan, 'n1')[KEYS.clientsRecreated]).toBeUndefined();
+  });
+
+  it('first pass of the step (no start recorded yet): every client there is older, deleted and waited for', () => {
+    const node = aNode('n1').inState('pod-restart-required').outdated().cordoned().with(original(), replacement());
+    const plan = planAt(aCluster([node]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual(['deletePod:work/exporter-a', 'deletePod:work/exporter-b']);
+    expect(warnings(actionsOf(plan, 'n1'))).toEqual([]);
+    expect(annotationWrites(plan, 'n1')[KEYS.operandPauseStartTime]).toBe(secondsAgo(0));
+  });
+
+  it('the record goes with the step when the new driver is Ready', () => {
+    const node = aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(60), [KEYS.clientsRecreated]: 'work/exporter' }).with(replacement());
+    const plan = planAt(aCluster([node]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual(['state:uncordon-required', 'uncordon', 'state:upgrade-done']);
+    expect(annotationWrites(plan, 'n1')[KEYS.clientsRecreated]).toBeNull();
+  });
 });
