@@ -83,7 +83,7 @@ async function storedResults(): Promise<SuiteResult[]> {
 async function runSuite(suite: Suite): Promise<{ figures: Figure[]; notes: string[]; chart?: string }> {
   switch (suite) {
     case 'planner':
-      return { figures: plannerFigures(numbers(values['planner-nodes']), Number(values.runs)), notes: [] };
+      return { figures: await plannerFigures(numbers(values['planner-nodes']), Number(values.runs)), notes: [] };
     case 'rollout':
       return rolloutSuite();
     case 'agent':

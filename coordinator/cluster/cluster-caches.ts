@@ -20,7 +20,8 @@ import {
 } from '../policy/driver-rollout-spec.ts';
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { startInformer, type ResourceCache, type ResourceInformer } from './resource-informer.ts';
-import { trimManagedFields, trimNode, trimPod } from './trim-cached-object.ts';
+import { ingestNode, ingestPod } from './ingest-cached-object.ts';
+import { trimManagedFields } from './trim-cached-object.ts';
 
 export type CacheKind = 'nodes' | 'pods' | 'daemonsets' | 'controllerrevisions' | 'poddisruptionbudgets' | 'driverrollouts';
 
@@ -115,8 +116,8 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
   const crd = { group: DRIVER_ROLLOUT_GROUP, version: DRIVER_ROLLOUT_VERSION, plural: DRIVER_ROLLOUT_PLURAL };
 
   const caches = {
-    nodes: start<V1Node>('nodes', '/api/v1/nodes', () => core.listNode(), undefined, trimNode),
-    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), POD_INDEXES, trimPod),
+    nodes: start<V1Node>('nodes', '/api/v1/nodes', () => core.listNode(), undefined, ingestNode),
+    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), POD_INDEXES, ingestPod),
     daemonSets: perNamespace<V1DaemonSet>(
       'daemonsets',
       '/apis/apps/v1/{ns}/daemonsets',
@@ -155,6 +156,8 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
 
 /** Several namespaced caches seen as one. */
 function unionOf<T>(caches: readonly ResourceCache<T>[]): ResourceCache<T> {
+  // byIndex hands out the same array while no part changed (see ResourceCache.byIndex).
+  const joined = new Map<string, { readonly parts: readonly (readonly T[])[]; readonly list: readonly T[] }>();
   return {
     *list() {
       for (const c of caches) yield* c.list();
@@ -166,8 +169,15 @@ function unionOf<T>(caches: readonly ResourceCache<T>[]): ResourceCache<T> {
       }
       return undefined;
     },
-    *byIndex(index, key) {
-      for (const c of caches) yield* c.byIndex(index, key);
+    byIndex(index, key) {
+      const parts = caches.map((c) => c.byIndex(index, key));
+      const at = `${index}\n${key}`;
+      const last = joined.get(at);
+      if (last !== undefined && last.parts.every((p, i) => p === parts[i])) return last.list;
+      const list = parts.flat();
+      if (list.length === 0) joined.delete(at);
+      else joined.set(at, { parts, list });
+      return list;
     },
     get size() {
       return caches.reduce((n, c) => n + c.size, 0);

@@ -9,8 +9,12 @@ export interface ResourceCache<T> {
   /** Every object, in no particular order. O(n): for snapshots, not per object. */
   list(): Iterable<T>;
   get(namespace: string, name: string): T | undefined;
-  /** Objects whose key under the named index (see `indexes`) equals `key`, e.g. the pods on one node. */
-  byIndex(index: string, key: string): Iterable<T>;
+  /**
+   * Objects whose key under the named index (see `indexes`) equals `key`, e.g. the pods on one
+   * node. The same array for as long as that set is unchanged, so a reader may memoise what it
+   * derives from it on the array; never modify it.
+   */
+  byIndex(index: string, key: string): readonly T[];
   readonly size: number;
 }
 
@@ -32,11 +36,28 @@ export interface InformerOptions<T extends KubernetesObject> {
   /** Secondary indexes for `byIndex`, by name: each gives an object's key (e.g. a pod's node name) or undefined. */
   readonly indexes?: Readonly<Record<string, (object: T) => string | undefined>>;
   readonly labelSelector?: string;
-  /** Drops, in place, what no reader needs, before the object is stored (see trim-cached-object.ts). */
+  /**
+   * Prepares each object in place before it is stored: drops what no reader needs and may
+   * convert it for the readers once (see trim-cached-object.ts, ingest-cached-object.ts).
+   */
   readonly trim?: (object: T) => void;
   /** Restart backoff after an error; doubles up to `maxBackoffMs`. */
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
+}
+
+/** The objects under one index key, and their list as last handed out (null once changed). */
+export interface IndexBucket<T> {
+  readonly objects: Map<string, T>;
+  list: readonly T[] | null;
+}
+
+const NONE: readonly never[] = [];
+
+/** The bucket's objects as an array, made once per change of the bucket (see ResourceCache.byIndex). */
+export function listOf<T>(bucket: IndexBucket<T> | undefined): readonly T[] {
+  if (bucket === undefined) return NONE;
+  return (bucket.list ??= [...bucket.objects.values()]);
 }
 
 const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
@@ -51,8 +72,8 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   const log = options.logger.child({ informer: options.path });
   const objects = new Map<string, T>();
   const indexers = Object.entries(options.indexes ?? {});
-  // index name -> index key -> object key -> object; and object key -> its key per index.
-  const index = new Map<string, Map<string, Map<string, T>>>(indexers.map(([name]) => [name, new Map()]));
+  // index name -> index key -> bucket (object key -> object); and object key -> its key per index.
+  const index = new Map<string, Map<string, IndexBucket<T>>>(indexers.map(([name]) => [name, new Map()]));
   const indexKeys = new Map<string, Map<string, string>>();
   const minBackoff = options.minBackoffMs ?? 200;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
@@ -69,8 +90,11 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   const unindex = (key: string): void => {
     for (const [name, old] of indexKeys.get(key) ?? []) {
       const buckets = index.get(name);
-      buckets?.get(old)?.delete(key);
-      if (buckets?.get(old)?.size === 0) buckets.delete(old);
+      const bucket = buckets?.get(old);
+      if (bucket === undefined) continue;
+      bucket.objects.delete(key);
+      bucket.list = null;
+      if (bucket.objects.size === 0) buckets?.delete(old);
     }
     indexKeys.delete(key);
   };
@@ -85,8 +109,9 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
       const buckets = index.get(name);
       if (indexKey === undefined || buckets === undefined) continue;
       let bucket = buckets.get(indexKey);
-      if (bucket === undefined) buckets.set(indexKey, (bucket = new Map<string, T>()));
-      bucket.set(key, object);
+      if (bucket === undefined) buckets.set(indexKey, (bucket = { objects: new Map<string, T>(), list: null }));
+      bucket.objects.set(key, object);
+      bucket.list = null;
       keys.set(name, indexKey);
     }
     if (keys.size > 0) indexKeys.set(key, keys);
@@ -134,7 +159,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   return {
     list: () => objects.values(),
     get: (namespace, name) => objects.get(`${namespace}/${name}`),
-    byIndex: (name, key) => index.get(name)?.get(key)?.values() ?? [],
+    byIndex: (name, key) => listOf(index.get(name)?.get(key)),
     get size() {
       return objects.size;
     },

@@ -28,8 +28,8 @@ function applyToNode(node: NodeSnapshot, actions: readonly NodeAction[]): NodeSn
     snapshot: node,
     state: 'unknown' satisfies UpgradeState,
     unschedulable: node.unschedulable,
-    labels: { ...node.labels },
-    annotations: { ...node.annotations },
+    labels: node.labels,
+    annotations: node.annotations,
   };
   const terminating = new Set<string>();
   for (const a of actions) {

@@ -11,9 +11,16 @@ export interface NodeView {
   readonly snapshot: NodeSnapshot;
   state: UpgradeState;
   unschedulable: boolean;
-  /** Copied on first write (most nodes are never written in a pass). */
+  /**
+   * The snapshot's own objects until the first write, then this view's copies, written in place
+   * from then on (most nodes are never written in a pass; one that is written several times is
+   * copied once). Read them afresh after an action: the object may change.
+   */
   labels: Readonly<Record<string, string>>;
   annotations: Readonly<Record<string, string>>;
+  /** `labels` / `annotations` are this view's copies already. */
+  ownLabels?: boolean;
+  ownAnnotations?: boolean;
 }
 
 export function createNodeView(snapshot: NodeSnapshot, stateLabel: string): NodeView {
@@ -36,7 +43,7 @@ export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction):
   switch (action.kind) {
     case 'setState':
       view.state = action.to;
-      view.labels = { ...view.labels, [action.labelKey]: action.to };
+      writableLabels(view)[action.labelKey] = action.to;
       break;
     case 'cordon':
       view.unschedulable = true;
@@ -45,19 +52,33 @@ export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction):
       view.unschedulable = false;
       break;
     case 'setAnnotation':
-      view.annotations = { ...view.annotations, [action.key]: action.value };
+      writableAnnotations(view)[action.key] = action.value;
       break;
     case 'setLabel':
-      view.labels = { ...view.labels, [action.key]: action.value };
+      writableLabels(view)[action.key] = action.value;
       break;
     case 'removeAnnotation':
-    case 'clearSafeLoad': {
+    case 'clearSafeLoad':
       if (!(action.key in view.annotations)) break;
-      const { [action.key]: _removed, ...rest } = view.annotations;
-      view.annotations = rest;
+      Reflect.deleteProperty(writableAnnotations(view), action.key);
       break;
-    }
   }
+}
+
+function writableLabels(view: NodeView): Record<string, string> {
+  if (view.ownLabels !== true) {
+    view.labels = { ...view.labels };
+    view.ownLabels = true;
+  }
+  return view.labels;
+}
+
+function writableAnnotations(view: NodeView): Record<string, string> {
+  if (view.ownAnnotations !== true) {
+    view.annotations = { ...view.annotations };
+    view.ownAnnotations = true;
+  }
+  return view.annotations;
 }
 
 /** Reads a unix-seconds annotation as ms since epoch; null when absent or not a number. */
@@ -69,5 +90,9 @@ export function readUnixSeconds(annotations: Readonly<Record<string, string>>, k
 
 /** ms since epoch → the unix-seconds string NVIDIA's start-time annotations hold. */
 export function toUnixSeconds(ms: number): string {
-  return String(Math.floor(ms / 1000));
+  // One pass writes the same time on thousands of nodes: one string for them all.
+  if (ms !== lastUnixSeconds.ms) lastUnixSeconds = { ms, text: String(Math.floor(ms / 1000)) };
+  return lastUnixSeconds.text;
 }
+
+let lastUnixSeconds = { ms: Number.NaN, text: '' };

@@ -17,8 +17,9 @@ export interface OtherDriverHold {
 /** Other drivers whose upgrade keeps the node cordoned: upgrading (cordon-required … validation-required) or upgrade-failed. */
 export function otherDriverHolds(labels: Readonly<Record<string, string>>, annotations: Readonly<Record<string, string>>, keys: DriverKeys): OtherDriverHold[] {
   const holds: OtherDriverHold[] = [];
-  for (const [key, state] of Object.entries(labels)) {
-    if (key === keys.upgradeState) continue;
+  for (const key in labels) {
+    if (key === keys.upgradeState || !Object.hasOwn(labels, key)) continue;
+    const state = labels[key] ?? '';
     const owner = parseUpgradeStateKey(key);
     if (owner === undefined || !isUpgradeState(state) || !(isUpgrading(state) || state === 'upgrade-failed')) continue;
     const { domain, driver } = owner;

@@ -104,13 +104,16 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
   };
   startCandidates(candidates, startCtx);
 
-  for (const record of records) recordReasonAnnotation(record, policy);
-  return {
-    nodePlans: records.filter((r) => r.actions.length > 0).map((r): NodePlan => ({ node: r.node.view.snapshot.name, actions: r.actions })),
-    reasons: records.flatMap((r): NodeReason[] => (r.reason === null ? [] : [toNodeReason(r, r.reason)])),
-    nextWakeAt: records.reduce<number | null>((min, r) => (r.wakeAt === null ? min : min === null ? r.wakeAt : Math.min(min, r.wakeAt)), null),
-    status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted }),
-  };
+  const nodePlans: NodePlan[] = [];
+  const reasons: NodeReason[] = [];
+  let nextWakeAt: number | null = null;
+  for (const record of records) {
+    recordReasonAnnotation(record, policy);
+    if (record.actions.length > 0) nodePlans.push({ node: record.node.view.snapshot.name, actions: record.actions });
+    if (record.reason !== null) reasons.push(toNodeReason(record, record.reason));
+    if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
+  }
+  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted }) };
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {

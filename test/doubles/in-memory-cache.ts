@@ -1,5 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceCache } from '../../coordinator/cluster/resource-informer.ts';
+import { listOf, type IndexBucket, type ResourceCache } from '../../coordinator/cluster/resource-informer.ts';
 
 /**
  * A ResourceCache filled by hand, with the same indexes as the informer's: for unit tests and
@@ -8,15 +8,26 @@ import type { ResourceCache } from '../../coordinator/cluster/resource-informer.
 export class InMemoryCache<T extends KubernetesObject> implements ResourceCache<T> {
   private readonly objects = new Map<string, T>();
   private readonly indexers: readonly (readonly [string, (object: T) => string | undefined])[];
-  private readonly index = new Map<string, Map<string, Map<string, T>>>();
+  private readonly index = new Map<string, Map<string, IndexBucket<T>>>();
+  private readonly ingest: ((object: T) => void) | undefined;
 
-  constructor(objects: Iterable<T> = [], indexes: Readonly<Record<string, (object: T) => string | undefined>> = {}) {
+  /**
+   * `ingest`: what the informer does to each object before storing it (trim, convert; see
+   * coordinator/cluster/ingest-cached-object.ts); by default nothing.
+   */
+  constructor(
+    objects: Iterable<T> = [],
+    indexes: Readonly<Record<string, (object: T) => string | undefined>> = {},
+    ingest?: (object: T) => void,
+  ) {
+    this.ingest = ingest;
     this.indexers = Object.entries(indexes);
     for (const [name] of this.indexers) this.index.set(name, new Map());
     for (const o of objects) this.put(o);
   }
 
   put(object: T): void {
+    this.ingest?.(object);
     const key = `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
     this.unindex(key);
     this.objects.set(key, object);
@@ -25,8 +36,9 @@ export class InMemoryCache<T extends KubernetesObject> implements ResourceCache<
       const buckets = this.index.get(name);
       if (indexKey === undefined || buckets === undefined) continue;
       let bucket = buckets.get(indexKey);
-      if (bucket === undefined) buckets.set(indexKey, (bucket = new Map<string, T>()));
-      bucket.set(key, object);
+      if (bucket === undefined) buckets.set(indexKey, (bucket = { objects: new Map<string, T>(), list: null }));
+      bucket.objects.set(key, object);
+      bucket.list = null;
     }
   }
 
@@ -44,8 +56,8 @@ export class InMemoryCache<T extends KubernetesObject> implements ResourceCache<
     return this.objects.get(`${namespace}/${name}`);
   }
 
-  byIndex(index: string, key: string): Iterable<T> {
-    return this.index.get(index)?.get(key)?.values() ?? [];
+  byIndex(index: string, key: string): readonly T[] {
+    return listOf(this.index.get(index)?.get(key));
   }
 
   get size(): number {
@@ -57,7 +69,10 @@ export class InMemoryCache<T extends KubernetesObject> implements ResourceCache<
     if (old === undefined) return;
     for (const [name, keyOf] of this.indexers) {
       const indexKey = keyOf(old);
-      if (indexKey !== undefined) this.index.get(name)?.get(indexKey)?.delete(key);
+      const bucket = indexKey === undefined ? undefined : this.index.get(name)?.get(indexKey);
+      if (bucket === undefined) continue;
+      bucket.objects.delete(key);
+      bucket.list = null;
     }
   }
 }
