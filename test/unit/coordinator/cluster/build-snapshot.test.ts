@@ -140,6 +140,30 @@ describe('buildSnapshot', () => {
     expect(b?.driverPods[0]).toBe(a?.driverPods[0]);
   });
 
+  it("reuses a node's snapshot while nothing on it changed, and sees a change of a pod or the node at once", () => {
+    const caches = world();
+    const first = buildSnapshot(rollout, policy, { caches, ...empty });
+    const second = buildSnapshot(rollout, policy, { caches, ...empty });
+    const node = (snapshot: typeof first, name: string) => snapshot.nodes.find((n) => n.name === name);
+    expect(node(second, 'gpu-1')).toBe(node(first, 'gpu-1'));
+    caches.pods.put(aPod('ml', 'trainer', 'gpu-1', { owner: { kind: 'Job', uid: 'job-1' }, requests: { 'nvidia.com/gpu': '1' }, emptyDir: true, labels: { team: 'a' }, deleting: true }));
+    caches.nodes.put(aNode('gpu-2', { unschedulable: false }));
+    const third = buildSnapshot(rollout, policy, { caches, ...empty });
+    expect(node(third, 'gpu-1')?.pods.find((p) => p.name === 'trainer')?.deleting).toBe(true);
+    expect(node(third, 'gpu-2')?.unschedulable).toBe(false);
+    expect(node(third, 'left-over')).toBe(node(first, 'left-over'));
+    caches.pods.put(aDriverPod(driver, 'cpu-only', 'new'));
+    expect(buildSnapshot(rollout, policy, { caches, ...empty }).nodes.map((n) => n.name)).toEqual(['cpu-only', 'fresh', 'gpu-1', 'gpu-2', 'left-over']);
+  });
+
+  it('shows a refused eviction on its pod without keeping it in the reused snapshot', () => {
+    const caches = world();
+    const uid = buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.uid ?? '';
+    const blocked = new Map([[uid, { at: 1, message: 'PDB says no' }]]);
+    expect(buildSnapshot(rollout, policy, { caches, writtenNodes: new Map(), evictionBlocked: blocked }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.evictionBlocked).toEqual({ at: 1, message: 'PDB says no' });
+    expect(buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.evictionBlocked).toBeUndefined();
+  });
+
   it('reads the agent’s readiness-gate condition, counts init-container restarts and names a kubelet waiting reason', () => {
     const failing = aDriverPod(driver, 'gpu-1', 'new', {
       ready: false,

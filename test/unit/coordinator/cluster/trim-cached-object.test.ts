@@ -1,6 +1,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { buildSnapshot } from '../../../../coordinator/cluster/build-snapshot.ts';
+import { ingestNode, ingestPod } from '../../../../coordinator/cluster/ingest-cached-object.ts';
 import { trimNode, trimPod } from '../../../../coordinator/cluster/trim-cached-object.ts';
 import { parseDriverRolloutSpec } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { aDaemonSet, aDriverPod, aNode, aPod, aRevision, cachesOf } from './fixtures.ts';
@@ -74,6 +75,13 @@ describe('trimming cached objects', () => {
     for (const n of trimmed.nodes) trimNode(n);
     for (const p of trimmed.pods) trimPod(p);
     expect(snapshotOf(trimmed)).toEqual(snapshotOf(serverShaped()));
+  });
+
+  it('converts at ingest what the trim left: snapshots of ingested and full objects are equal', () => {
+    const ingested = serverShaped();
+    for (const n of ingested.nodes) ingestNode(n);
+    for (const p of ingested.pods) ingestPod(p);
+    expect(snapshotOf(ingested)).toEqual(snapshotOf(serverShaped()));
   });
 
   it("keeps the agent's failure, init container restarts, waiting reasons and an operand's required node labels", () => {
