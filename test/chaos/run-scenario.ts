@@ -481,8 +481,9 @@ function chaosModuleCache(): string {
 
 /**
  * The real init container (safe-load gate) or agent SIGKILLed at random points of the upgrade:
- * each kill 1–3 state changes after the last, the victim a running container of a pod on an
- * upgrading node when there is one (else any), as an OOM kill or a crash would end it; the
+ * each kill 1–3 state changes after the last, the victim a waiting init container every other
+ * time there is one, else a running container of a pod on an upgrading node when there is one
+ * (else any), as an OOM kill or a crash would end it; the
  * process kubelet restarts it after back-off and reports the restart.
  */
 async function agentsKilled(ctx: FaultContext): Promise<void> {
@@ -494,7 +495,9 @@ async function agentsKilled(ctx: FaultContext): Promise<void> {
     const states = ctx.watch.states();
     const running = agents.running();
     const upgrading = running.filter((c) => UPGRADING.has(states.get(c.node) ?? ''));
-    const pool = upgrading.length > 0 ? upgrading : running;
+    // An init container runs only while its gate waits for the coordinator: when one does, it is the victim every other time.
+    const gates = running.filter((c) => c.container === 'safe-load-gate');
+    const pool = gates.length > 0 && ctx.random() < 0.5 ? gates : upgrading.length > 0 ? upgrading : running;
     const victim = pool[Math.floor(ctx.random() * pool.length)];
     if (victim === undefined) continue;
     victim.kill();
