@@ -118,7 +118,11 @@ describe('the Helm chart', () => {
         const ds = await apps.readNamespacedDaemonSet({ name: `${release}-driver-rollout-gpu`, namespace: ns.name });
         return ds.status?.desiredNumberScheduled === 1 ? true : undefined;
       });
-      const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=driver' })).items;
+      // desiredNumberScheduled counts the node before the scheduler has bound the DaemonSet's pod.
+      const pods = await waitUntil('the GPU driver pod to be bound to a node', async () => {
+        const listed = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=driver' })).items;
+        return listed.length > 0 && listed.every((p) => p.spec?.nodeName) ? listed : undefined;
+      });
       expect(pods.map((p) => p.spec?.nodeName)).toEqual([gpuNode]);
       const nic = await apps.readNamespacedDaemonSet({ name: `${release}-driver-rollout-ofed`, namespace: ns.name });
       expect(nic.status?.desiredNumberScheduled ?? 0).toBe(0);
