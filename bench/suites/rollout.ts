@@ -15,7 +15,6 @@
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { UPGRADING_STATES } from '../../coordinator/plan/pool-capacity.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../../coordinator/policy/driver-rollout-spec.ts';
@@ -25,6 +24,7 @@ import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
 import { startProgram } from '../../test/bed/program-process.ts';
 import { installCrd } from '../../test/integration/coordinator/harness.ts';
+import { readApiServerMetrics } from '../lib/api-server-metrics.ts';
 import { round } from '../lib/machine.ts';
 import { quantile } from '../lib/stats.ts';
 
@@ -304,20 +304,7 @@ async function auditCounts(path: string, offset: number): Promise<Record<string,
 
 /** apiserver_request_total summed by verb (every client). */
 async function requestTotals(kc: KubeConfig, server: string): Promise<Record<string, number>> {
-  const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
-  await kc.applyToHTTPSOptions(opts);
-  const text = await new Promise<string>((resolve, reject) => {
-    const req = request(`${server}/metrics`, { ca: opts.ca, cert: opts.cert, key: opts.key }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        resolve(Buffer.concat(chunks).toString('utf8'));
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  const text = await readApiServerMetrics(kc, server);
   const totals: Record<string, number> = {};
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
