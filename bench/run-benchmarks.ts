@@ -109,12 +109,21 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
   const figures: Figure[] = [];
   const notes: string[] = [];
   const bars: { label: string; value: number; mark?: number }[] = [];
+  const failed: string[] = [];
   for (const c of dedupe(cases)) {
     const runs: RolloutMeasurement[] = [];
+    const label = caseLabel(c);
+    const loadAtStart = loadavg()[0] ?? Number.NaN;
     for (let i = 0; i < Number(values['rollout-runs']); i++) {
-      runs.push(await measureRollout(c, progress));
+      try {
+        runs.push(await measureRollout(c, progress));
+      } catch (error) {
+        // One stuck case must not cost the others: it is reported, and the suite exits 1.
+        const message = error instanceof Error ? error.message : String(error);
+        progress(`${label}: FAILED: ${message}`);
+        failed.push(`${label}: ${message}`);
+      }
     }
-    const label = `${c.nodes} nodes, ${c.unavailablePercent}%, reload ${c.reloadSeconds} s`;
     const last = runs.at(-1);
     if (last === undefined) continue;
     const of = (pick: (m: RolloutMeasurement) => number) => spreadOf(runs.map(pick));
@@ -127,15 +136,43 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
     );
+    const t = last.timeline;
     notes.push(
-      `${label}: coordinator requests per node by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}; ` +
+      `${label}: load ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} at the end (1 min); ` +
+        `where the time goes (medians over nodes): first node out of service ${t.firstStartSeconds} s after the change; out of service → driver pod deleted ${t.startToDeleteSeconds} s; ` +
+        `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s); slot handoff (node done → next node out) ${t.handoffSeconds} s; ` +
+        `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
+        `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
+        `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}; ` +
         `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
         `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; ` +
         `wave ends ${last.doneTimesSeconds.join(', ')} s`,
     );
     bars.push({ label, value: last.wallSeconds, mark: last.idealSeconds });
   }
-  return { figures, notes, chart: barChart(bars, 's') };
+  for (const f of failed) notes.push(`FAILED ${f}`);
+  if (failed.length > 0) process.exitCode = 1;
+  return withStoredCases({ figures, notes, chart: barChart(bars, 's') }, dedupe(cases).map(caseLabel));
+}
+
+/**
+ * The cases of this run, plus those of the stored rollout.json that this run did not measure
+ * (cases are run one at a time on a small machine): figures and notes are matched by the case's
+ * label. The chart shows this run's cases.
+ */
+async function withStoredCases(result: { figures: Figure[]; notes: string[]; chart: string }, measured: readonly string[]): Promise<{ figures: Figure[]; notes: string[]; chart: string }> {
+  const stored = await readFile(join(RESULTS_DIR, 'rollout.json'), 'utf8').then((text) => JSON.parse(text) as SuiteResult, () => undefined);
+  if (stored === undefined) return result;
+  const isOther = (text: string, prefix: string): boolean => !measured.some((label) => text.startsWith(`${prefix}${label}:`)) && !text.startsWith('FAILED ');
+  return {
+    figures: [...stored.figures.filter((f) => isOther(f.name, 'rollout ')), ...result.figures],
+    notes: [...stored.notes.filter((n) => isOther(n, '')), ...result.notes],
+    chart: result.chart,
+  };
+}
+
+function caseLabel(c: RolloutCase): string {
+  return `${c.nodes} nodes, ${c.unavailablePercent}%, reload ${c.reloadSeconds} s`;
 }
 
 function dedupe(cases: readonly RolloutCase[]): RolloutCase[] {

@@ -12,7 +12,7 @@
  * to the API server during the rollout; the most nodes out of service at once (must never
  * exceed maxUnavailable).
  */
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,11 +21,14 @@ import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } f
 import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
 import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
+import { freePort } from '../../test/bed/free-port.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
-import { startProgram } from '../../test/bed/program-process.ts';
+import { keepWatching } from '../../test/bed/keep-watching.ts';
+import { startProgram, type ProgramProcess } from '../../test/bed/program-process.ts';
 import { installCrd } from '../../test/integration/coordinator/harness.ts';
 import { readApiServerMetrics } from '../lib/api-server-metrics.ts';
 import { round } from '../lib/machine.ts';
+import { parseAuditLines, summarizeRolloutAudit } from '../lib/rollout-audit.ts';
 import { quantile } from '../lib/stats.ts';
 
 export interface RolloutCase {
@@ -47,6 +50,8 @@ export interface RolloutMeasurement {
   readonly overheadPerWaveSeconds: number;
   /** The coordinator's requests during the rollout, by verb (audit log), per upgraded node. */
   readonly requestsPerNode: Readonly<Record<string, number>>;
+  /** The same by `verb resource[/subresource]`. */
+  readonly requestsPerNodeByResource: Readonly<Record<string, number>>;
   readonly writesPerNode: number;
   readonly eventsPerNode: number;
   /** Every client's requests during the rollout (apiserver_request_total), by verb. */
@@ -58,6 +63,22 @@ export interface RolloutMeasurement {
   readonly coordinatorRssMb: number;
   /** Seconds from the change to each wave's last node done: where the time goes. */
   readonly doneTimesSeconds: readonly number[];
+  /** Where the time goes, from the audit log (medians over nodes) and the coordinator's metrics. */
+  readonly timeline: {
+    /** The change → the first node out of service. */
+    readonly firstStartSeconds: number;
+    /** A node out of service → its driver pod deleted (cordon, job wait, restart passes). */
+    readonly startToDeleteSeconds: number;
+    /** Driver pod deleted → the node's last write (replacement Ready, seen, uncordoned). */
+    readonly deleteToDoneSeconds: number;
+    /** A node's last write → the next node out of service in its slot. */
+    readonly handoffSeconds: number;
+    /** The API server's time per coordinator write. */
+    readonly writeLatencyMs: { readonly median: number; readonly p90: number };
+    /** Coordinator reconcile passes during the rollout and their mean duration. */
+    readonly passes: number;
+    readonly meanPassMs: number;
+  };
 }
 
 const DRIVER = 'bench';
@@ -66,6 +87,12 @@ const NS = 'bench';
 const SA = 'coordinator';
 const NODE_LABEL = 'driver-rollout.bench/node';
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+/**
+ * The only replica: a lease far longer than any renewal can take on a loaded machine (a lost
+ * lease stops every write until it is won back, which a rollout's figures must not include).
+ * Nothing competes for it, so its length costs nothing here.
+ */
+const LEASE_FLAGS = ['--lease-duration-seconds', '120', '--renew-deadline-seconds', '90', '--retry-period-seconds', '5'];
 
 let caseNumber = 0;
 
@@ -107,11 +134,19 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       },
     });
   });
-  await until(`${c.nodes} nodes Ready`, 600_000, async () => (await core.listNode({ labelSelector: NODE_LABEL })).items.filter(isNodeReady).length === c.nodes);
+  let ready = 0;
+  await until(`${c.nodes} KWOK nodes Ready`, 600_000, async () => {
+    ready = (await core.listNode({ labelSelector: NODE_LABEL })).items.filter(isNodeReady).length;
+    return ready === c.nodes;
+  }, { describe: () => `${ready} Ready` });
 
   log('creating the driver DaemonSet');
   await apps.createNamespacedDaemonSet({ namespace: NS, body: daemonSet('driver:v1') });
-  await until(`${c.nodes} driver pods Ready`, 900_000, async () => readyDriverPods(await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }), 'driver:v1') === c.nodes);
+  let readyPods = 0;
+  await until(`${c.nodes} driver pods Ready (DaemonSet controller, scheduler, KWOK)`, 900_000, async () => {
+    readyPods = readyDriverPods(await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }), 'driver:v1');
+    return readyPods === c.nodes;
+  }, { describe: () => `${readyPods} Ready` });
 
   const samples: number[] = [];
   for (const node of names.slice(0, 3)) samples.push(await replaceOnePod(core, node));
@@ -131,38 +166,54 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       spec: { driverName: DRIVER, selector: { matchLabels: { app: 'driver' } }, upgradePolicy: { maxParallelUpgrades: 0, maxUnavailable: `${c.unavailablePercent}%` } },
     },
   });
+  const metricsPort = await freePort();
   const coordinator = startProgram('coordinator/main.ts', {
     env: {},
-    args: ['--kubeconfig', coordinatorKubeconfig, '--namespace', NS, '--lease-namespace', NS, '--identity', 'bench', '--metrics-port', '0', '--log-level', 'warn'],
+    args: ['--kubeconfig', coordinatorKubeconfig, '--namespace', NS, '--lease-namespace', NS, '--identity', 'bench', '--metrics-port', String(metricsPort), '--log-level', 'warn', ...LEASE_FLAGS],
   });
   const apiPort = Number(new URL(plane.server).port);
   const sampler = sampleApiConnections(coordinator.pid, apiPort, 50);
   try {
-    await until('every node upgrade-done before the change', 600_000, async () => {
-      const nodes = (await core.listNode({ labelSelector: NODE_LABEL })).items;
-      return nodes.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
-    });
+    let before: V1Node[] = [];
+    await until('every node upgrade-done before the change (the coordinator labels the installed nodes)', 600_000, async () => {
+      before = (await core.listNode({ labelSelector: NODE_LABEL })).items;
+      return before.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
+    }, { describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
     const connectionsBefore = new Set(sampler.seen());
     const metricsBefore = await requestTotals(kc, plane.server);
     const auditOffset = (await stat(auditLog)).size;
-    const progress = await watchProgress(kc);
+    const passesBefore = await reconcilePasses(metricsPort);
+    const podNodes = new Map((await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' })).items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
+    const progress = watchProgress(kc);
+    await until(`the bench's node watch to list all ${c.nodes} nodes`, 120_000, () => Promise.resolve(progress.seen() === c.nodes), { intervalMs: 100, describe: () => `${progress.seen()} seen` });
 
     log(`changing the driver template (${c.nodes} nodes, maxUnavailable ${c.unavailablePercent}% = ${allowed}, reload ${c.reloadSeconds} s)`);
     const t0 = performance.now();
+    const changedAtMs = Date.now();
     await apps.patchNamespacedDaemonSet({ name: 'driver', namespace: NS, body: { spec: { template: { spec: { containers: [{ name: 'driver', image: 'driver:v2' }] } } } } }, MERGE_PATCH);
-    const timeoutMs = Math.max(600_000, (Math.ceil(c.nodes / allowed) * (c.reloadSeconds + 30)) * 1000);
-    await until('every node upgraded', timeoutMs, () => Promise.resolve(progress.doneCount() === c.nodes), 100);
+    // Only hangs are caught: the whole rollout may take 4× its ideal plus 60 s a wave (a loaded
+    // machine), and no node may be left without progress for 5 minutes plus 2 reloads.
+    const waveCount = Math.ceil(c.nodes / allowed);
+    const timeoutMs = Math.max(900_000, 4 * waveCount * (c.reloadSeconds + 60) * 1000);
+    await until('every node upgraded (out of upgrade-done and back, uncordoned)', timeoutMs, () => Promise.resolve(progress.doneCount() === c.nodes), {
+      intervalMs: 100,
+      describe: () => `${progress.doneCount()}/${c.nodes} done; not done: ${progress.describeNotDone()}`,
+      stopIf: () => exitedWith(coordinator) ?? progress.stalledFor(300_000 + 2_000 * c.reloadSeconds),
+    });
     const doneAt = progress.doneTimes().map((t) => (t - t0) / 1000).sort((a, b) => a - b);
     const wall = doneAt.at(-1) ?? Number.NaN;
     progress.stop();
     await sampler.stop();
     const metricsAfter = await requestTotals(kc, plane.server);
-    const requests = await auditCounts(auditLog, auditOffset);
+    const passes = diff(await reconcilePasses(metricsPort), passesBefore);
+    const audit = summarizeRolloutAudit(parseAuditLines((await readFile(auditLog)).subarray(auditOffset).toString('utf8')), { changedAtMs, podNodes, slots: allowed, stateLabel: KEYS.upgradeState });
+    const requests = audit.byVerb;
     const opened = [...sampler.seen()].filter((s) => !connectionsBefore.has(s)).length;
     const rss = await rssMb(coordinator.pid);
     const waves = Math.ceil(c.nodes / allowed);
     const ideal = waves * single;
     const perNode = Object.fromEntries(Object.entries(requests).map(([verb, n]) => [verb, round(n / c.nodes, 2)]));
+    const perNodeByResource = Object.fromEntries(Object.entries(audit.byVerbAndResource).map(([key, n]) => [key, round(n / c.nodes, 2)]));
     const writes = Object.entries(requests).filter(([verb]) => WRITE_VERBS.has(verb)).reduce((sum, [, n]) => sum + n, 0);
     return {
       case: c,
@@ -174,6 +225,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       ratio: round(wall / ideal, 3),
       overheadPerWaveSeconds: round((wall - ideal) / waves, 3),
       requestsPerNode: perNode,
+      requestsPerNodeByResource: perNodeByResource,
       writesPerNode: round(writes / c.nodes, 2),
       eventsPerNode: round((requests['create:events'] ?? 0) / c.nodes, 2),
       clusterRequests: diff(metricsAfter, metricsBefore),
@@ -183,6 +235,15 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       allowedOutOfService: allowed,
       coordinatorRssMb: rss,
       doneTimesSeconds: waveEnds(doneAt, allowed),
+      timeline: {
+        firstStartSeconds: round(audit.firstStartSeconds, 2),
+        startToDeleteSeconds: round(audit.startToDeleteSeconds, 2),
+        deleteToDoneSeconds: round(audit.deleteToDoneSeconds, 2),
+        handoffSeconds: round(audit.handoffSeconds, 2),
+        writeLatencyMs: audit.writeLatencyMs,
+        passes: passes.count ?? 0,
+        meanPassMs: round(((passes.sum ?? 0) / Math.max(1, passes.count ?? 0)) * 1000, 1),
+      },
     };
   } finally {
     await sampler.stop();
@@ -219,26 +280,38 @@ async function replaceOnePod(core: CoreV1Api, node: string): Promise<number> {
   if (old?.metadata?.name === undefined) throw new Error(`no driver pod on ${node}`);
   const t0 = performance.now();
   await core.deleteNamespacedPod({ name: old.metadata.name, namespace: NS });
-  await until(`a new Ready driver pod on ${node}`, 300_000, async () => (await list()).some((p) => p.metadata?.uid !== old.metadata?.uid && isPodReady(p)), 25);
+  await until(`a new Ready driver pod on ${node}`, 300_000, async () => (await list()).some((p) => p.metadata?.uid !== old.metadata?.uid && isPodReady(p)), { intervalMs: 25 });
   return (performance.now() - t0) / 1000;
 }
 
 interface Progress {
+  /** Nodes the watch has shown so far. */
+  seen(): number;
   doneCount(): number;
   doneTimes(): number[];
   maxOutOfService(): number;
+  /** The nodes not yet done, by state (a few names each), for a timeout's message. */
+  describeNotDone(): string;
+  /** A message once no node has changed for `ms`, else undefined. */
+  stalledFor(ms: number): string | undefined;
   stop(): void;
 }
 
-/** Watches the nodes: when each leaves upgrade-done and comes back (uncordoned), and the most out of service at once. */
-async function watchProgress(kc: KubeConfig): Promise<Progress> {
+/**
+ * Watches the nodes: when each leaves upgrade-done and comes back (uncordoned), and the most out
+ * of service at once. The watch is re-opened whenever it ends (the API server closes quiet
+ * watches; a 30 s reload leaves the nodes quiet that long), from the last resourceVersion seen.
+ */
+function watchProgress(kc: KubeConfig): Progress {
   const latest = new Map<string, V1Node>();
   const left = new Set<string>();
   const done = new Map<string, number>();
   let maxOut = 0;
-  const controller = await new Watch(kc).watch('/api/v1/nodes', { labelSelector: NODE_LABEL }, (type: string, node: V1Node) => {
+  let lastChange = performance.now();
+  const stop = keepWatching(kc, '/api/v1/nodes', { labelSelector: NODE_LABEL }, (type, node) => {
     const name = node.metadata?.name ?? '';
     if (type === 'DELETED') return;
+    lastChange = performance.now();
     latest.set(name, node);
     const state = node.metadata?.labels?.[KEYS.upgradeState] ?? 'unknown';
     if (state !== 'upgrade-done') left.add(name);
@@ -246,15 +319,39 @@ async function watchProgress(kc: KubeConfig): Promise<Progress> {
     let out = 0;
     for (const n of latest.values()) if (n.spec?.unschedulable === true || (UPGRADING_STATES as ReadonlySet<string>).has(n.metadata?.labels?.[KEYS.upgradeState] ?? '')) out += 1;
     maxOut = Math.max(maxOut, out);
-  }, () => undefined);
+  });
   return {
+    seen: () => latest.size,
     doneCount: () => done.size,
     doneTimes: () => [...done.values()],
     maxOutOfService: () => maxOut,
-    stop: () => {
-      controller.abort();
+    describeNotDone: () => stateCounts([...latest.values()].filter((n) => !done.has(n.metadata?.name ?? ''))),
+    stalledFor: (ms) => {
+      const quiet = performance.now() - lastChange;
+      return quiet > ms ? `no node changed for ${Math.round(quiet / 1000)} s` : undefined;
     },
+    stop,
   };
+}
+
+/** Nodes by upgrade state, with up to 3 names (and cordon, reason) each: what a stuck wait shows. */
+function stateCounts(nodes: readonly V1Node[]): string {
+  const byState = new Map<string, V1Node[]>();
+  for (const n of nodes) {
+    const state = n.metadata?.labels?.[KEYS.upgradeState] ?? '(no state label)';
+    byState.set(state, [...(byState.get(state) ?? []), n]);
+  }
+  return [...byState.entries()].map(([state, list]) => {
+    const names = list.slice(0, 3).map((n) => {
+      const reason = n.metadata?.annotations?.[KEYS.upgradeReason];
+      return `${n.metadata?.name ?? '?'}${n.spec?.unschedulable === true ? ' cordoned' : ''}${reason === undefined ? '' : ` (${reason})`}`;
+    });
+    return `${state}: ${list.length} [${names.join(', ')}${list.length > 3 ? ', ...' : ''}]`;
+  }).join('; ') || 'no nodes';
+}
+
+function exitedWith(program: ProgramProcess): string | undefined {
+  return program.hasExited() ? `the coordinator exited; its output ends:\n${program.output().slice(-3_000)}` : undefined;
 }
 
 /** A kubeconfig with a cluster-admin ServiceAccount's token, so audit entries name the coordinator. */
@@ -277,29 +374,20 @@ current-context: bench
   return path;
 }
 
+/** The coordinator's requests only; its node writes with their bodies (to tell when a node leaves service). */
 function auditPolicyYaml(user: string): string {
   return `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted]
 rules:
+- level: Request
+  users: ["${user}"]
+  verbs: [patch, update]
+  resources: [{ group: "", resources: [nodes] }]
 - level: Metadata
   users: ["${user}"]
 - level: None
 `;
-}
-
-/** Requests in the audit log after `offset`, by verb, and Events separately as `create:events`. */
-async function auditCounts(path: string, offset: number): Promise<Record<string, number>> {
-  const text = (await readFile(path)).subarray(offset).toString('utf8');
-  const counts: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    const entry = JSON.parse(line) as { verb?: string; stage?: string; objectRef?: { resource?: string } };
-    if (entry.stage !== 'ResponseComplete' || entry.verb === undefined) continue;
-    counts[entry.verb] = (counts[entry.verb] ?? 0) + 1;
-    if (entry.verb === 'create' && entry.objectRef?.resource === 'events') counts['create:events'] = (counts['create:events'] ?? 0) + 1;
-  }
-  return counts;
 }
 
 /** apiserver_request_total summed by verb (every client). */
@@ -313,6 +401,13 @@ async function requestTotals(kc: KubeConfig, server: string): Promise<Record<str
     if (verb !== undefined && Number.isFinite(value)) totals[verb] = (totals[verb] ?? 0) + value;
   }
   return totals;
+}
+
+/** The coordinator's reconcile passes so far: `count` and `sum` (seconds) of its pass-duration histogram. */
+async function reconcilePasses(port: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = (suffix: string): number => Number(new RegExp(`^driver_rollout_reconcile_duration_seconds_${suffix}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { count: value('count'), sum: value('sum') };
 }
 
 function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
@@ -348,10 +443,26 @@ async function inBatches<T>(items: readonly T[], size: number, work: (item: T) =
   await Promise.all(Array.from({ length: size }, worker));
 }
 
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>, intervalMs = 1_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
+/**
+ * Polls `check` until true. Fails after `timeoutMs`, or at once when `stopIf` names a reason (a
+ * program died, nothing moves any more), with `what`, how long it waited and `describe()`: the
+ * error says what got stuck. The bounds only catch hangs; they are no measure.
+ */
+async function until(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<boolean>,
+  options: { intervalMs?: number; describe?: () => string; stopIf?: () => string | undefined } = {},
+): Promise<void> {
+  const started = performance.now();
+  const fail = (why: string): Error => {
+    const detail = options.describe === undefined ? '' : `; ${options.describe()}`;
+    return new Error(`gave up waiting for ${what} after ${Math.round((performance.now() - started) / 1000)} s: ${why}${detail}`);
+  };
   while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    const stop = options.stopIf?.();
+    if (stop !== undefined) throw fail(stop);
+    if (performance.now() - started > timeoutMs) throw fail(`timed out (${timeoutMs / 1000} s)`);
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 1_000));
   }
 }
