@@ -1,5 +1,6 @@
 import type { NodeAction, NodeObjectAction } from '../plan/action.ts';
 import { isNodeObjectAction } from '../plan/node-patch.ts';
+import type { UpgradeState } from '../../shared/keys.ts';
 
 /**
  * A node's action list as the executor runs it: every node-object action up to the next pod
@@ -10,6 +11,11 @@ import { isNodeObjectAction } from '../plan/node-patch.ts';
  * changes nothing the planner reads, and if the patch fails none of the transitions it carries
  * happened, so none of their Events is sent. Pod actions keep their place: a patch after a pod
  * action is not moved before it. A cordon after a state change begins a new patch (see below).
+ *
+ * An Event that reports a state label ("Successfully updated node state label to [X]",
+ * `reportsState`) is sent only for the state the patch stores: a state entered and left within
+ * one patch (upgrade-required on the way to cordon-required, uncordon-required on the way to
+ * upgrade-done) is never stored, so saying it was would be untrue, and it would cost a write.
  */
 export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly NodeObjectAction[] | NodeAction)[] {
   const groups: (readonly NodeObjectAction[] | NodeAction)[] = [];
@@ -17,7 +23,8 @@ export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly N
   let events: NodeAction[] = [];
   const flush = (): void => {
     if (patch.length > 0) groups.push(patch);
-    groups.push(...events);
+    const stored = storedState(patch);
+    groups.push(...events.filter((e) => !(e.kind === 'emitEvent' && e.reportsState !== undefined && stored !== undefined && e.reportsState !== stored)));
     patch = [];
     events = [];
   };
@@ -34,4 +41,10 @@ export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly N
   }
   flush();
   return groups;
+}
+
+/** The state label a patch leaves stored: its last state change's target, if it has one. */
+function storedState(patch: readonly NodeObjectAction[]): UpgradeState | undefined {
+  const changes = patch.filter((a) => a.kind === 'setState');
+  return changes.at(-1)?.to;
 }

@@ -102,6 +102,11 @@ export interface EmitEventAction {
   readonly type: 'Normal' | 'Warning';
   readonly reason: string;
   readonly message: string;
+  /**
+   * The state whose label write this Event reports ("Successfully updated node state label to
+   * [X]"): the executor sends it only if the write stores that state (see coalesceNodeActions).
+   */
+  readonly reportsState?: UpgradeState;
 }
 
 export type NodeObjectAction =

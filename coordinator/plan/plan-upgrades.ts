@@ -296,6 +296,7 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
     type: 'Normal',
     reason: ctx.policy.eventReason,
     message: `Successfully updated node state label to [${result.to}]`,
+    reportsState: result.to,
   };
   actions.push(event);
   if (result.warning !== undefined) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { coalesceNodeActions } from '../../../../coordinator/execute/coalesce-node-actions.ts';
 import type { NodeAction } from '../../../../coordinator/plan/action.ts';
-import { driverKeys } from '../../../../shared/keys.ts';
+import { driverKeys, type UpgradeState } from '../../../../shared/keys.ts';
 
 const keys = driverKeys('gpu');
 const state = (from: 'upgrade-required' | 'cordon-required', to: 'cordon-required' | 'wait-for-jobs-required'): NodeAction => ({
@@ -22,6 +22,42 @@ describe('coalesceNodeActions', () => {
     ['nothing to group', [], []],
   ])('%s', (_name, actions, expected) => {
     expect(coalesceNodeActions(actions)).toEqual(expected);
+  });
+
+  describe('Events that report a state label', () => {
+    const to = (from: UpgradeState, next: UpgradeState): NodeAction => ({ kind: 'setState', node: 'n1', labelKey: keys.upgradeState, from, to: next, fromSince: null, upgradeStartedAt: null });
+    const stored = (s: UpgradeState): NodeAction => ({ kind: 'emitEvent', node: 'n1', type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${s}]`, reportsState: s });
+    const warning: NodeAction = { kind: 'emitEvent', node: 'n1', type: 'Warning', reason: 'GPUDriverUpgrade', message: 'gave up waiting' };
+
+    it.each<[string, NodeAction[], unknown[]]>([
+      [
+        'a state entered and left within one patch is never stored: only the stored state is reported',
+        [to('upgrade-done', 'upgrade-required'), stored('upgrade-required'), ann, to('upgrade-required', 'cordon-required'), stored('cordon-required')],
+        [[to('upgrade-done', 'upgrade-required'), ann, to('upgrade-required', 'cordon-required')], stored('cordon-required')],
+      ],
+      [
+        'uncordon-required on the way to upgrade-done: only upgrade-done is reported',
+        [to('pod-restart-required', 'uncordon-required'), stored('uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done'), stored('upgrade-done')],
+        [[to('pod-restart-required', 'uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done')], stored('upgrade-done')],
+      ],
+      [
+        'a cordon splits the patch, so cordon-required is stored and reported, and so is the next state',
+        [to('upgrade-required', 'cordon-required'), stored('cordon-required'), cordon, to('cordon-required', 'wait-for-jobs-required'), stored('wait-for-jobs-required')],
+        [[to('upgrade-required', 'cordon-required')], stored('cordon-required'), [cordon, to('cordon-required', 'wait-for-jobs-required')], stored('wait-for-jobs-required')],
+      ],
+      [
+        'a pod action ends the patch: the state stored before it is reported',
+        [to('drain-required', 'pod-restart-required'), stored('pod-restart-required'), del],
+        [[to('drain-required', 'pod-restart-required')], stored('pod-restart-required'), del],
+      ],
+      [
+        'other Events (Warnings) are always sent',
+        [to('wait-for-jobs-required', 'pod-deletion-required'), stored('pod-deletion-required'), warning, to('pod-deletion-required', 'drain-required'), stored('drain-required')],
+        [[to('wait-for-jobs-required', 'pod-deletion-required'), to('pod-deletion-required', 'drain-required')], warning, stored('drain-required')],
+      ],
+    ])('%s', (_name, actions, expected) => {
+      expect(coalesceNodeActions(actions)).toEqual(expected);
+    });
   });
 
   it('keeps every action exactly once and pod actions in their order', () => {

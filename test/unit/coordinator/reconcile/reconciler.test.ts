@@ -107,8 +107,9 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     // Like `kubectl annotate`: the change reaches the cache and fires the change hook.
     const before = cluster.writer.events.length;
     await cluster.writer.patchNode('n1', { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
-    // The node then runs through its (instant, in memory) upgrade: look for the first transition's Event.
-    const ms = await waitFor(() => cluster.writer.events.slice(before).some((e) => e.message === 'Successfully updated node state label to [upgrade-required]'));
+    // The node then runs through its (instant, in memory) upgrade: look for the first stored
+    // transition's Event (upgrade-required is passed through in the same patch, never stored).
+    const ms = await waitFor(() => cluster.writer.events.slice(before).some((e) => e.message === 'Successfully updated node state label to [cordon-required]'));
     // Fake time: the 20 ms debounce (and a step of slack), no poll interval.
     expect(ms).toBeLessThanOrEqual(21);
   });
