@@ -63,25 +63,46 @@ export async function executePlan(nodePlans: readonly NodePlan[], hooks: Execute
   return failures;
 }
 
+/**
+ * One node's list. Events are sent without holding up the node's next write (they change nothing
+ * the next action depends on, and a failed Event is only logged); the node's list resolves once
+ * its Events are sent too, so a pass still ends with all its requests done.
+ */
 async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
-  let wrote = false;
-  for (const group of coalesceNodeActions(plan.actions)) {
-    // Leadership lost: start no further change. The Events that report a change already made
-    // are still recorded, or the history would miss a transition for good (the next leader
-    // finds the state written and has nothing to report).
-    if (hooks.signal?.aborted === true && !(wrote && !isRun(group) && group.kind === 'emitEvent')) return undefined;
-    wrote = isRun(group) || (wrote && group.kind === 'emitEvent');
-    const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
-    try {
-      const timeoutMs = hooks.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-      if (isRun(group)) await withTimeout(patchNode(plan.node, group, hooks), timeoutMs, `patch of node ${plan.node}`);
-      else await withTimeout(executeAction(group, hooks), timeoutMs, `${group.kind} on node ${plan.node}`);
-    } catch (error) {
-      hooks.logger.warn({ node: plan.node, action: kind, err: toError(error) }, 'action failed; re-planning');
-      return { node: plan.node, action: kind, message: apiErrorMessage(error) };
+  const events: Promise<void>[] = [];
+  try {
+    let wrote = false;
+    for (const group of coalesceNodeActions(plan.actions)) {
+      // Leadership lost: start no further change. The Events that report a change already made
+      // are still recorded, or the history would miss a transition for good (the next leader
+      // finds the state written and has nothing to report).
+      if (hooks.signal?.aborted === true && !(wrote && !isRun(group) && group.kind === 'emitEvent')) return undefined;
+      wrote = isRun(group) || (wrote && group.kind === 'emitEvent');
+      if (!isRun(group) && group.kind === 'emitEvent') {
+        events.push(runGroup(plan.node, group, hooks).then(() => undefined));
+        continue;
+      }
+      const failure = await runGroup(plan.node, group, hooks);
+      if (failure !== undefined) return failure;
     }
+    return undefined;
+  } finally {
+    await Promise.all(events);
   }
-  return undefined;
+}
+
+/** One patch or one other action, bounded by the request timeout; a failure as data. */
+async function runGroup(node: string, group: readonly NodeObjectAction[] | NodeAction, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
+  const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
+  try {
+    const timeoutMs = hooks.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (isRun(group)) await withTimeout(patchNode(node, group, hooks), timeoutMs, `patch of node ${node}`);
+    else await withTimeout(executeAction(group, hooks), timeoutMs, `${group.kind} on node ${node}`);
+    return undefined;
+  } catch (error) {
+    hooks.logger.warn({ node, action: kind, err: toError(error) }, 'action failed; re-planning');
+    return { node, action: kind, message: apiErrorMessage(error) };
+  }
 }
 
 function isRun(group: readonly NodeObjectAction[] | NodeAction): group is readonly NodeObjectAction[] {

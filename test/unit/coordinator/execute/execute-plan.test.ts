@@ -1,6 +1,6 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { executePlan, type ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
 import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
 import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
@@ -105,6 +105,29 @@ describe('executePlan', () => {
     const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-done', 'upgrade-required'), event('n1', 'upgrade-required'), { kind: 'cordon', node: 'n1' }] }], hooks);
     expect(failures).toEqual([]);
     expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
+  });
+
+  it('does not hold a node’s next write for its Events; the list resolves once they are sent too', async () => {
+    const { writer, hooks } = setUp(['n1'], [pod('p1')]);
+    let release = (): void => undefined;
+    const emitEvent = writer.emitEvent.bind(writer);
+    writer.emitEvent = (e) => new Promise((resolve) => {
+      release = () => {
+        resolve(emitEvent(e));
+      };
+    });
+    let settled = false;
+    const run = executePlan([{ node: 'n1', actions: [setState('n1', 'drain-required', 'pod-restart-required'), event('n1', 'pod-restart-required'), { kind: 'deletePod', node: 'n1', pod: pod('p1') }] }], hooks).then((failures) => {
+      settled = true;
+      return failures;
+    });
+    await vi.waitFor(() => {
+      expect(writer.pods.size).toBe(0); // the deletion went out while the Event was still unanswered
+    });
+    expect(settled).toBe(false);
+    release();
+    expect(await run).toEqual([]);
+    expect(writer.events.map((e) => e.message)).toEqual(['Successfully updated node state label to [pod-restart-required]']);
   });
 
   it('fails a node whose API call hangs instead of stalling the pass', async () => {
