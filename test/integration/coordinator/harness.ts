@@ -4,7 +4,6 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   loadYaml,
-  Watch,
   type KubeConfig,
   type V1CustomResourceDefinition,
   type V1DaemonSet,
@@ -29,6 +28,7 @@ import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { driverKeys, type DriverKeys } from '../../../shared/keys.ts';
 import { createLogger } from '../../../shared/logger.ts';
 import { createFakeNodes, deleteFakeNodes, type FakeNodeSpec } from '../../bed/fake-nodes.ts';
+import { keepWatching } from '../../bed/keep-watching.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { createTestNamespace, type TestNamespace } from '../../bed/test-namespace.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
@@ -234,21 +234,15 @@ export class RolloutWorld {
     const violations: string[] = [];
     let events = 0;
     for (const n of await this.nodes()) latest.set(n.metadata?.name ?? '', n);
-    const request = await new Watch(this.kc).watch(
-      '/api/v1/nodes',
-      { labelSelector: `${TEST_NODE_LABEL}=${this.id}` },
-      (type: string, node: V1Node) => {
-        events += 1;
-        if (type === 'DELETED') latest.delete(node.metadata?.name ?? '');
-        else latest.set(node.metadata?.name ?? '', node);
-        const violation = check(latest);
-        if (violation !== undefined) violations.push(violation);
-      },
-      () => undefined,
-    );
-    const stop = (): void => {
-      request.abort();
-    };
+    // Re-opened whenever it ends: the API server closes a watch that idles (client-node gives up
+    // after 30 s without an event), and a loaded machine can leave the nodes quiet that long.
+    const stop = keepWatching(this.kc, '/api/v1/nodes', { labelSelector: `${TEST_NODE_LABEL}=${this.id}` }, (type, node) => {
+      events += 1;
+      if (type === 'DELETED') latest.delete(node.metadata?.name ?? '');
+      else latest.set(node.metadata?.name ?? '', node);
+      const violation = check(latest);
+      if (violation !== undefined) violations.push(violation);
+    });
     this.stops.push(() => {
       stop();
       return Promise.resolve();
