@@ -5,7 +5,9 @@ import type { Logger } from '../../shared/logger.ts';
 import { buildSnapshot } from '../cluster/build-snapshot.ts';
 import type { CacheKind, ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
-import { executePlan } from '../execute/execute-plan.ts';
+import { executePlan, type ExecuteHooks } from '../execute/execute-plan.ts';
+import { mayRaiseCounts } from '../execute/may-raise-counts.ts';
+import { NodePlansInFlight } from '../execute/node-plans-in-flight.ts';
 import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
 import type { Plan } from '../plan/action.ts';
 import type { ClusterSnapshot, RolloutRef } from '../plan/snapshot.ts';
@@ -75,6 +77,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const known = new KnownRollouts();
   const relevance = new PodRelevance();
   const statuses = new RolloutStatusWriter(deps.writer);
+  const inFlight = new NodePlansInFlight(deps.concurrency ?? 16);
 
   const reconcileInvalid = async (rollout: DriverRolloutObject, ref: RolloutRef, result: Extract<ParseResult, { ok: false }>): Promise<void> => {
     const conditions = invalidSpecConditions(result.problems);
@@ -105,7 +108,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const snapshot = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: writtenNodes.byName, evictionBlocked: evictions.byPodUid });
     for (const n of snapshot.nodes) relevance.collect(n.name);
     const plan = deps.plan(snapshot, policy, nowMs);
-    const failures = await executePlan(plan.nodePlans, {
+    const hooks: ExecuteHooks = {
       writer: deps.writer,
       logger: log.child({ rollout: `${ref.namespace}/${ref.name}` }),
       concurrency: deps.concurrency ?? 16,
@@ -129,7 +132,20 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
           deps.metrics.observeUpgradeDone(policy.driverName, (at - action.upgradeStartedAt) / 1000);
         }
       },
-    });
+    };
+    // A busy node's plan is still being carried out: it is planned again once that is done. Plans
+    // that cannot raise a limited count run beside the passes; the others are carried out within
+    // this pass, so the next one counts them before it hands out slots (mayRaiseCounts).
+    const ready = plan.nodePlans.filter((p) => !inFlight.isBusy(p.node));
+    for (const p of ready) {
+      if (mayRaiseCounts(p)) continue;
+      inFlight.start(p, hooks, (failure) => {
+        // Carried out: plan the node's next step. Failed: retry soon, as for a pass's failure.
+        if (failure === undefined) wake.trigger();
+        else wake.wakeAt(now() + 1_000, now());
+      });
+    }
+    const failures = await executePlan(ready.filter(mayRaiseCounts), hooks);
     if (signal.aborted) return null; // no longer leading: no status write either
     const status = toStoredStatus(statuses.previousStatus(rollout), plan.status, ref.generation, new Date(nowMs).toISOString());
     if (!isSameJson(rollout.status, status)) {
@@ -202,6 +218,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
           await wake.wait(signal);
         }
       } finally {
+        // Plans under way finish (each starts nothing more once the term's signal aborted).
+        await inFlight.idle();
         wake.dispose();
         writtenNodes.clear();
       }

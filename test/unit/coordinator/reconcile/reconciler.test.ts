@@ -9,7 +9,8 @@ import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts'
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import { createReconciler, type Reconciler } from '../../../../coordinator/reconcile/reconciler.ts';
 import type { DriverRolloutObject } from '../../../../coordinator/status/driver-rollout-object.ts';
-import { driverKeys } from '../../../../shared/keys.ts';
+import { isUpgrading } from '../../../../coordinator/plan/pool-capacity.ts';
+import { driverKeys, type UpgradeState } from '../../../../shared/keys.ts';
 import { advanceUntil } from '../../support/advance-until.ts';
 import { aDaemonSet, aDriverPod, aNode, aPod, aRevision, cachesOf } from '../cluster/fixtures.ts';
 
@@ -176,6 +177,52 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     expect(Date.now()).toBeLessThanOrEqual(deadlineMs + 1);
     // A handful of passes (the first, writes echoing back), not one per poll interval.
     expect(passesWhileWaiting).toBeLessThanOrEqual(4);
+    await cluster.stop();
+  });
+
+  it('a slow write on one node holds back neither the loop nor another node’s upgrade', async () => {
+    // n1 is done but for its uncordon (a write that only gives capacity back); n2 is asked to upgrade.
+    const n1 = aNode('n1', { labels: { [keys.upgradeState]: 'uncordon-required' }, annotations: { [keys.upgradeStartTime]: String(Math.floor(Date.now() / 1000)) }, unschedulable: true });
+    const cluster = aCluster([n1, aNode('n2')], { upgradePolicy: { maxUnavailable: 2 } });
+    const patchNode = cluster.writer.patchNode.bind(cluster.writer);
+    let n1Patches = 0;
+    let release = (): void => undefined;
+    cluster.writer.patchNode = (name, patch) => {
+      if (name !== 'n1') return patchNode(name, patch);
+      n1Patches += 1;
+      return new Promise((resolve) => {
+        release = () => {
+          resolve(patchNode(name, patch));
+        };
+      });
+    };
+    await waitFor(() => n1Patches === 1 && cluster.stateOf('n2') === 'upgrade-done');
+    const before = cluster.writer.events.length;
+    await cluster.writer.patchNode('n2', { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
+    // n2 goes through its whole (instant, in memory) upgrade while n1's uncordon is unanswered.
+    await waitFor(() => cluster.writer.events.slice(before).some((e) => e.target.name === 'n2' && e.message === 'Successfully updated node state label to [upgrade-done]'));
+    expect(cluster.stateOf('n1')).toBe('uncordon-required');
+    expect(n1Patches).toBe(1); // not planned again while its write is under way
+    release();
+    await waitFor(() => cluster.stateOf('n1') === 'upgrade-done');
+    await cluster.stop();
+  });
+
+  it('a pass that starts an upgrade waits for that write before it hands out slots again', async () => {
+    const cluster = aCluster([aNode('n1'), aNode('n2')], { upgradePolicy: { maxUnavailable: 1 } });
+    await waitFor(() => cluster.stateOf('n1') === 'upgrade-done' && cluster.stateOf('n2') === 'upgrade-done');
+    const patchNode = cluster.writer.patchNode.bind(cluster.writer);
+    const holding = (): number => [...cluster.writer.nodes.values()].filter((n) => n.spec?.unschedulable === true || isUpgrading((n.metadata?.labels?.[keys.upgradeState] ?? 'unknown') as UpgradeState)).length;
+    let most = 0;
+    cluster.writer.patchNode = async (name, patch) => {
+      const stored = await patchNode(name, patch);
+      most = Math.max(most, holding());
+      return stored;
+    };
+    const before = cluster.writer.events.length;
+    for (const n of ['n1', 'n2']) await cluster.writer.patchNode(n, { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
+    await waitFor(() => ['n1', 'n2'].every((n) => cluster.writer.events.slice(before).some((e) => e.target.name === n && e.message === 'Successfully updated node state label to [upgrade-done]')));
+    expect(most).toBe(1);
     await cluster.stop();
   });
 
