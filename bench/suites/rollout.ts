@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { UPGRADING_STATES } from '../../coordinator/plan/pool-capacity.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../../coordinator/policy/driver-rollout-spec.ts';
 import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
+import { apiErrorMessage, apiStatusCode } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { freePort } from '../../test/bed/free-port.ts';
@@ -122,17 +123,17 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   const core = kc.makeApiClient(CoreV1Api);
   const apps = kc.makeApiClient(AppsV1Api);
   const names = Array.from({ length: c.nodes }, (_, i) => `bench-${String(i).padStart(5, '0')}`);
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  await installCrd(kc);
-  const coordinatorKubeconfig = await serviceAccountKubeconfig(plane, kc);
+  await retryingWrite('create the namespace', () => core.createNamespace({ body: { metadata: { name: NS } } }));
+  await retryingWrite('install the CRD', () => installCrd(kc));
+  const coordinatorKubeconfig = await retrying('the coordinator\'s ServiceAccount kubeconfig', () => serviceAccountKubeconfig(plane, kc));
 
   log(`creating ${c.nodes} KWOK nodes`);
-  await inBatches(names, 50, async (name) => {
-    await core.createNode({
+  await inBatches(names, 20, async (name) => {
+    await retryingWrite(`create node ${name}`, () => core.createNode({
       body: {
         metadata: { name, labels: { 'kubernetes.io/hostname': name, type: 'kwok', [NODE_LABEL]: 'true' }, annotations: { [KWOK_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' } },
       },
-    });
+    }));
   });
   let ready = 0;
   await until(`${c.nodes} KWOK nodes Ready`, 600_000, async () => {
@@ -141,7 +142,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   }, { describe: () => `${ready} Ready` });
 
   log('creating the driver DaemonSet');
-  await apps.createNamespacedDaemonSet({ namespace: NS, body: daemonSet('driver:v1') });
+  await retryingWrite('create the driver DaemonSet', () => apps.createNamespacedDaemonSet({ namespace: NS, body: daemonSet('driver:v1') }));
   let readyPods = 0;
   await until(`${c.nodes} driver pods Ready (DaemonSet controller, scheduler, KWOK)`, 900_000, async () => {
     readyPods = readyDriverPods(await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }), 'driver:v1');
@@ -154,7 +155,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   log(`one driver pod replaced in ${samples.map((s) => s.toFixed(2)).join(', ')} s`);
 
   const allowed = Math.ceil((c.nodes * c.unavailablePercent) / 100);
-  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+  await retryingWrite('create the DriverRollout', () => kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     group: DRIVER_ROLLOUT_GROUP,
     version: DRIVER_ROLLOUT_VERSION,
     plural: DRIVER_ROLLOUT_PLURAL,
@@ -165,7 +166,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       metadata: { name: 'driver', namespace: NS },
       spec: { driverName: DRIVER, selector: { matchLabels: { app: 'driver' } }, upgradePolicy: { maxParallelUpgrades: 0, maxUnavailable: `${c.unavailablePercent}%` } },
     },
-  });
+  }));
   const metricsPort = await freePort();
   const coordinator = startProgram('coordinator/main.ts', {
     env: {},
@@ -180,17 +181,18 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       return before.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
     }, { describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
     const connectionsBefore = new Set(sampler.seen());
-    const metricsBefore = await requestTotals(kc, plane.server);
+    const metricsBefore = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
     const auditOffset = (await stat(auditLog)).size;
-    const passesBefore = await reconcilePasses(metricsPort);
-    const podNodes = new Map((await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' })).items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
+    const passesBefore = await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort));
+    const driverPods = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
+    const podNodes = new Map(driverPods.items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
     const progress = watchProgress(kc);
     await until(`the bench's node watch to list all ${c.nodes} nodes`, 120_000, () => Promise.resolve(progress.seen() === c.nodes), { intervalMs: 100, describe: () => `${progress.seen()} seen` });
 
     log(`changing the driver template (${c.nodes} nodes, maxUnavailable ${c.unavailablePercent}% = ${allowed}, reload ${c.reloadSeconds} s)`);
     const t0 = performance.now();
     const changedAtMs = Date.now();
-    await apps.patchNamespacedDaemonSet({ name: 'driver', namespace: NS, body: { spec: { template: { spec: { containers: [{ name: 'driver', image: 'driver:v2' }] } } } } }, MERGE_PATCH);
+    await retryingWrite('change the driver template', () => apps.patchNamespacedDaemonSet({ name: 'driver', namespace: NS, body: { spec: { template: { spec: { containers: [{ name: 'driver', image: 'driver:v2' }] } } } } }, MERGE_PATCH));
     // Only hangs are caught: the whole rollout may take 4× its ideal plus 60 s a wave (a loaded
     // machine), and no node may be left without progress for 5 minutes plus 2 reloads.
     const waveCount = Math.ceil(c.nodes / allowed);
@@ -204,8 +206,8 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     const wall = doneAt.at(-1) ?? Number.NaN;
     progress.stop();
     await sampler.stop();
-    const metricsAfter = await requestTotals(kc, plane.server);
-    const passes = diff(await reconcilePasses(metricsPort), passesBefore);
+    const metricsAfter = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
+    const passes = diff(await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort)), passesBefore);
     const audit = summarizeRolloutAudit(parseAuditLines((await readFile(auditLog)).subarray(auditOffset).toString('utf8')), { changedAtMs, podNodes, slots: allowed, stateLabel: KEYS.upgradeState });
     const requests = audit.byVerb;
     const opened = [...sampler.seen()].filter((s) => !connectionsBefore.has(s)).length;
@@ -276,10 +278,11 @@ function daemonSet(image: string) {
 /** Deletes the driver pod on `node` and waits for its replacement to be Ready: seconds. */
 async function replaceOnePod(core: CoreV1Api, node: string): Promise<number> {
   const list = async (): Promise<V1Pod[]> => (await core.listNamespacedPod({ namespace: NS, fieldSelector: `spec.nodeName=${node}` })).items;
-  const old = (await list())[0];
+  const old = (await retrying(`list the driver pod on ${node}`, list))[0];
   if (old?.metadata?.name === undefined) throw new Error(`no driver pod on ${node}`);
   const t0 = performance.now();
-  await core.deleteNamespacedPod({ name: old.metadata.name, namespace: NS });
+  const name = old.metadata.name;
+  await retryingWrite(`delete driver pod ${name}`, () => core.deleteNamespacedPod({ name, namespace: NS }));
   await until(`a new Ready driver pod on ${node}`, 300_000, async () => (await list()).some((p) => p.metadata?.uid !== old.metadata?.uid && isPodReady(p)), { intervalMs: 25 });
   return (performance.now() - t0) / 1000;
 }
@@ -444,6 +447,40 @@ async function inBatches<T>(items: readonly T[], size: number, work: (item: T) =
 }
 
 /**
+ * `work`, tried again on a failure that may pass (no answer, 5xx, 429) after 1, 2, 4, 8, 16 s: a
+ * loaded machine drops a connection now and then.
+ */
+async function retrying<T>(what: string, work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const code = apiStatusCode(error);
+      if ((code !== undefined && code < 500 && code !== 429) || attempt === 5) {
+        const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : '';
+        throw new Error(`${what} failed after ${attempt + 1} attempt(s): ${apiErrorMessage(error)}${cause}`, { cause: error });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000 * 2 ** attempt));
+    }
+  }
+}
+
+/** A create or delete, retried like `retrying`; a retry answered 409 or 404 means an earlier try landed before its answer was lost. */
+async function retryingWrite(what: string, work: () => Promise<unknown>): Promise<void> {
+  let tried = false;
+  await retrying(what, async () => {
+    try {
+      await work();
+    } catch (error) {
+      const code = apiStatusCode(error);
+      if (!(tried && (code === 409 || code === 404))) throw error;
+    } finally {
+      tried = true;
+    }
+  });
+}
+
+/**
  * Polls `check` until true. Fails after `timeoutMs`, or at once when `stopIf` names a reason (a
  * program died, nothing moves any more), with `what`, how long it waited and `describe()`: the
  * error says what got stuck. The bounds only catch hangs; they are no measure.
@@ -456,10 +493,19 @@ async function until(
 ): Promise<void> {
   const started = performance.now();
   const fail = (why: string): Error => {
-    const detail = options.describe === undefined ? '' : `; ${options.describe()}`;
+    const detail = `${options.describe === undefined ? '' : `; ${options.describe()}`}${lastError}`;
     return new Error(`gave up waiting for ${what} after ${Math.round((performance.now() - started) / 1000)} s: ${why}${detail}`);
   };
-  while (!(await check())) {
+  let lastError = '';
+  const checked = async (): Promise<boolean> => {
+    try {
+      return await check();
+    } catch (error) {
+      lastError = `; last error: ${apiErrorMessage(error)}`; // polled again: a loaded machine drops a request now and then
+      return false;
+    }
+  };
+  while (!(await checked())) {
     const stop = options.stopIf?.();
     if (stop !== undefined) throw fail(stop);
     if (performance.now() - started > timeoutMs) throw fail(`timed out (${timeoutMs / 1000} s)`);
