@@ -246,10 +246,13 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     // Every transition the coordinator made is an Event on the node: the whole state machine, in order.
     await waitUntil('the Event for upgrade-done', async () => ((await stateEvents()).at(-1) === 'upgrade-done' ? true : undefined), { timeoutMs: 30_000 });
     // A pass moves a node through the states whose step has nothing to do at once and writes (and
-    // reports) only where it stops, so the Events are the states in order, not necessarily all.
+    // reports) only the state it stores, so the Events are the states in order, not necessarily
+    // all: upgrade-required is reported only when the node waits there (for a slot), and
+    // uncordon-required is passed through on the way to upgrade-done. The node always waits at
+    // pod-restart-required for its new driver pod.
     const states = (await stateEvents()).slice(eventsBefore);
-    expect(states[0]).toBe('upgrade-required');
-    expect(states).toEqual(expect.arrayContaining(['cordon-required', 'pod-restart-required', 'uncordon-required', 'upgrade-done']));
+    expect(['upgrade-required', 'cordon-required']).toContain(states[0]);
+    expect(states).toEqual(expect.arrayContaining(['pod-restart-required', 'upgrade-done']));
     expect(states.map((st) => ALL_STATES.indexOf(st))).toEqual([...states.map((st) => ALL_STATES.indexOf(st))].sort((a, b) => a - b));
     // The new pod's init container waited for safe load again and was released by the coordinator.
     const initLog = await cluster.containerLog(INSTALL_NAMESPACE, after.metadata?.name ?? '', 'safe-load-gate');
