@@ -1,4 +1,4 @@
-import { PolicyV1Api, type V1Node, type V1PodSpec } from '@kubernetes/client-node';
+import { PolicyV1Api, type V1Node } from '@kubernetes/client-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { createFakeNodes } from '../bed/fake-nodes.ts';
 import { AgentDriver } from '../integration/coordinator/agent-driver.ts';
 import { leaseHolder, spawnCoordinator, type CoordinatorProcess } from '../integration/coordinator/coordinator-process.ts';
 import { installCrd, isPodReady, RolloutWorld, TEST_NODE_LABEL } from '../integration/coordinator/harness.ts';
+import { createNodeDaemonSet } from '../integration/coordinator/operand-daemonset.ts';
 import { readRollout } from '../observer/rollout-promises.ts';
 import { randomFrom } from '../unit/coordinator/plan/simulate.ts';
 import { watchPromises, type PromiseWatch } from './watch-promises.ts';
@@ -553,8 +554,8 @@ async function createProtectedPods(world: RolloutWorld, stuck: boolean): Promise
   const [first, second, third] = world.nodeNames;
   for (const [i, name] of world.nodeNames.entries()) await world.createPod(name, `work-${i}`, { resources: { [DEVICE_RESOURCE]: '1' } });
   await world.createPod(first ?? '', 'skip-me', { labels: { workload: 'true', [world.keys.drainSkip]: 'true' } });
-  await createDaemonSet(world, MONITOR_DAEMONSET, { workload: 'true' }, {}, {});
-  await createDaemonSet(world, 'operand', {}, { [OPERAND_LABEL]: 'true' }, { terminationGracePeriodSeconds: 0 });
+  await createNodeDaemonSet(world, MONITOR_DAEMONSET, { podLabels: { workload: 'true' } });
+  await createNodeDaemonSet(world, 'operand', { nodeLabels: { [OPERAND_LABEL]: 'true' }, pod: { terminationGracePeriodSeconds: 0 } });
   if (!stuck) return;
   await world.createPod(second ?? '', 'guarded', { labels: { guard: 'all' }, resources: { [DEVICE_RESOURCE]: '1' } });
   await world.kc.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
@@ -562,22 +563,5 @@ async function createProtectedPods(world: RolloutWorld, stuck: boolean): Promise
     body: { metadata: { name: 'never' }, spec: { maxUnavailable: 0, selector: { matchLabels: { guard: 'all' } } } },
   });
   await world.createPod(third ?? '', 'training', { labels: { job: 'never-ends' } });
-  await createDaemonSet(world, 'validator', {}, { pool: 'b' }, { readinessGates: [{ conditionType: 'example.com/validated' }] });
-}
-
-/** A DaemonSet `name` (pods labelled app=<name> and `labels`) on the world's nodes that match `nodeSelector`, tolerating every taint. */
-async function createDaemonSet(world: RolloutWorld, name: string, labels: Record<string, string>, nodeSelector: Record<string, string>, pod: Partial<V1PodSpec>): Promise<void> {
-  await world.apps.createNamespacedDaemonSet({
-    namespace: world.ns.name,
-    body: {
-      metadata: { name },
-      spec: {
-        selector: { matchLabels: { app: name } },
-        template: {
-          metadata: { labels: { app: name, ...labels } },
-          spec: { nodeSelector: { [TEST_NODE_LABEL]: world.id, ...nodeSelector }, tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: `${name}:v1` }], ...pod },
-        },
-      },
-    },
-  });
+  await createNodeDaemonSet(world, 'validator', { nodeLabels: { pool: 'b' }, pod: { readinessGates: [{ conditionType: 'example.com/validated' }] } });
 }

@@ -21,7 +21,7 @@ describe('device clients not paused by labels', () => {
     const node = world.nodeNames[0] ?? '';
     await world.createDriver('driver:v1');
     // A DCGM-exporter-like DaemonSet that no operand label controls: it runs on the node whatever the labels say.
-    await createNodeDaemonSet(world, 'exporter', {}, { name: 'exporter', image: 'exporter:v1' });
+    await createNodeDaemonSet(world, 'exporter', { container: { name: 'exporter', image: 'exporter:v1' }, pod: { terminationGracePeriodSeconds: 0 } });
     const exporterPods = async (): Promise<V1Pod[]> => (await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'app=exporter' })).items;
     await waitUntil('the exporter Ready', async () => ((await exporterPods()).some(isPodReady) ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 });
     const exporterBefore = (await exporterPods())[0]?.metadata?.name ?? '';
