@@ -2,7 +2,7 @@ import type { KubernetesObject, V1ContainerStatus, V1ControllerRevision, V1Node,
 import { parseLoadedDriver } from '../../shared/driver-identity.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import { compileLabelSelector } from '../policy/label-selector.ts';
-import type { DriverPodSnapshot, LoadedDriverSnapshot, NodeSnapshot, PdbSnapshot, PodPhase, PodSnapshot } from '../plan/snapshot.ts';
+import type { DriverPodSnapshot, LoadedDriverSnapshot, NodeNotReadySnapshot, NodeSnapshot, PdbSnapshot, PodPhase, PodSnapshot } from '../plan/snapshot.ts';
 import { ObjectMemo } from './object-memo.ts';
 import { revisionTemplate, templateDriverFingerprint } from './template-driver-fingerprint.ts';
 
@@ -173,7 +173,16 @@ function toNode(n: V1Node): NodeFacts {
     annotations: n.metadata?.annotations ?? {},
     unschedulable: n.spec?.unschedulable === true,
     ready: isReady(n.status?.conditions),
+    notReady: notReadyOf(n),
   };
+}
+
+/** The node's Ready condition when it is there and not True; null otherwise. */
+function notReadyOf(n: V1Node): NodeNotReadySnapshot | null {
+  const c = n.status?.conditions?.find((x) => x.type === 'Ready');
+  if (c === undefined || c.status === 'True') return null;
+  const since = c.lastTransitionTime === undefined ? Number.NaN : new Date(c.lastTransitionTime).getTime();
+  return { status: c.status, reason: c.reason ?? '', message: c.message ?? '', since: Number.isFinite(since) ? since : null };
 }
 
 function toPdb(p: V1PodDisruptionBudget): PdbSnapshot {

@@ -1,4 +1,4 @@
-import type { V1Container, V1ContainerStatus, V1Node, V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerStatus, V1Node, V1NodeCondition, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 
 /**
  * Drops, in place, what the coordinator never reads from a cached object, so informers over
@@ -11,7 +11,8 @@ import type { V1Container, V1ContainerStatus, V1Node, V1Pod, V1PodCondition } fr
  * name and resources, volumes to name and emptyDir, node selector and required node affinity
  * kept; status reduced to phase, conditions (type, status, reason, message: the agent's failure
  * is in its condition), and per container (init containers too) restart count, readiness and the
- * waiting reason. Nodes: status reduced to conditions (images, addresses, capacity, nodeInfo go).
+ * waiting reason. Nodes: status reduced to conditions, type and status (Ready's reason, message
+ * and lastTransitionTime too; images, addresses, capacity, nodeInfo go).
  */
 export function trimPod(pod: V1Pod): void {
   const metadata = pod.metadata;
@@ -46,13 +47,28 @@ export function trimNode(node: V1Node): void {
   if (metadata !== undefined) delete metadata.managedFields;
   const status = node.status;
   if (status !== undefined) {
-    node.status = status.conditions === undefined ? {} : { conditions: status.conditions.map((c) => ({ type: c.type, status: c.status })) };
+    node.status = status.conditions === undefined ? {} : { conditions: status.conditions.map(trimNodeCondition) };
   }
 }
 
 /** For kinds whose objects are few (DaemonSets, revisions, PDBs, DriverRollouts): managedFields only. */
 export function trimManagedFields(object: { metadata?: { managedFields?: unknown } }): void {
   if (object.metadata !== undefined) delete object.metadata.managedFields;
+}
+
+/**
+ * Type and status; for Ready also why and since when (a NotReady node's hold names them). Not
+ * lastHeartbeatTime, which changes on every kubelet report.
+ */
+function trimNodeCondition(c: V1NodeCondition): V1NodeCondition {
+  if (c.type !== 'Ready') return { type: c.type, status: c.status };
+  return {
+    type: c.type,
+    status: c.status,
+    ...(c.reason === undefined ? {} : { reason: c.reason }),
+    ...(c.message === undefined ? {} : { message: c.message }),
+    ...(c.lastTransitionTime === undefined ? {} : { lastTransitionTime: c.lastTransitionTime }),
+  };
 }
 
 function trimCondition(c: V1PodCondition): V1PodCondition {

@@ -146,6 +146,7 @@ export type ReasonCode =
   | 'device-in-use'
   | 'waiting-for-clients'
   | 'waiting-for-validation'
+  | 'node-not-ready'
   | 'upgrade-failed';
 
 /** Why a node is not moving. */

@@ -122,6 +122,16 @@ export interface LoadedDriverSnapshot {
   readonly version: string;
 }
 
+/** A node's Ready condition that is not True. */
+export interface NodeNotReadySnapshot {
+  /** `Unknown` (the node controller's word for a kubelet that stopped reporting) or `False` (the kubelet's own). */
+  readonly status: string;
+  readonly reason: string;
+  readonly message: string;
+  /** The condition's lastTransitionTime, ms since epoch; null when missing. */
+  readonly since: number | null;
+}
+
 export interface NodeSnapshot {
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
@@ -130,6 +140,11 @@ export interface NodeSnapshot {
   readonly unschedulable: boolean;
   /** The node's Ready condition is True. */
   readonly ready: boolean;
+  /**
+   * When `ready` is false: the Ready condition as the API has it (node-not-ready.ts reads it);
+   * null or absent when unknown (a node without a Ready condition, or a test that does not say).
+   */
+  readonly notReady?: NodeNotReadySnapshot | null | undefined;
   /** Pods of the rollout's driver DaemonSet(s) on this node, terminating ones included. */
   readonly driverPods: readonly DriverPodSnapshot[];
   /** Every other pod bound to the node. */

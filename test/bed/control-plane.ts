@@ -206,11 +206,26 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
 }
 
 /**
+ * A node annotated with this (any value) is one whose kubelet has stopped: KWOK's node-initialize
+ * stage leaves it alone, so a Ready condition a test set to Unknown or False stays so (the stock
+ * stage re-initializes any node whose Ready is not True, at its next change). KWOK still renews
+ * its lease and runs its pods: only the node's Ready condition says the kubelet is gone.
+ */
+export const KUBELET_STOPPED_ANNOTATION = 'driver-rollout.test/kubelet-stopped';
+
+/**
  * KWOK's stock node stages and pod deletion (from its module, cached beside the binary) plus our
- * pod stages; with a start delay, a copy of ours whose pod-running stage waits that long.
+ * pod stages; with a start delay, a copy of ours whose pod-running stage waits that long. The
+ * node-initialize stage is a copy that skips nodes annotated KUBELET_STOPPED_ANNOTATION.
  */
 async function kwokStageFiles(binDir: string, workDir: string, podStartDelayMs: number): Promise<string[]> {
   const stock = join(binDir, 'kwok-stages');
+  const initialize = join(workDir, 'node-initialize.yaml');
+  const selector = "  selector:\n    matchExpressions:\n    - key: '.status.conditions.[] | select( .type == \"Ready\" ) | .status'\n";
+  const stockInitialize = await readFile(join(stock, 'node-initialize.yaml'), 'utf8');
+  if (!stockInitialize.includes(selector)) throw new Error(`${join(stock, 'node-initialize.yaml')}: not the selector this copy extends`);
+  const skipStopped = `  selector:\n    matchExpressions:\n    - key: '.metadata.annotations["${KUBELET_STOPPED_ANNOTATION}"]'\n      operator: 'DoesNotExist'\n`;
+  await writeFile(initialize, stockInitialize.replace('  selector:\n    matchExpressions:\n', skipStopped));
   const ours = join(import.meta.dirname, 'kwok-pod-stages.yaml');
   let podStages = ours;
   if (podStartDelayMs > 0) {
@@ -220,7 +235,7 @@ async function kwokStageFiles(binDir: string, workDir: string, podStartDelayMs: 
     podStages = join(workDir, 'kwok-pod-stages-delayed.yaml');
     await writeFile(podStages, text.replace(running, `${running}  delay:\n    durationMilliseconds: ${Math.round(podStartDelayMs)}\n`));
   }
-  return [join(stock, 'node-initialize.yaml'), join(stock, 'node-heartbeat-with-lease.yaml'), join(stock, 'pod-delete.yaml'), podStages];
+  return [initialize, join(stock, 'node-heartbeat-with-lease.yaml'), join(stock, 'pod-delete.yaml'), podStages];
 }
 
 function loadAdmin(path: string): KubeConfig {

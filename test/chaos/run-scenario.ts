@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProcessKubelet } from '../../demo/process-kubelet.ts';
 import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
-import type { ControlPlane } from '../bed/control-plane.ts';
+import { KUBELET_STOPPED_ANNOTATION, type ControlPlane } from '../bed/control-plane.ts';
 import { createFakeNodes } from '../bed/fake-nodes.ts';
 import { AgentDriver } from '../integration/coordinator/agent-driver.ts';
 import { leaseHolder, spawnCoordinator, type CoordinatorProcess } from '../integration/coordinator/coordinator-process.ts';
@@ -45,8 +45,19 @@ export interface ScenarioResult {
   readonly checks: number;
   readonly violations: readonly string[];
   /** Every node at the end: its upgrade state and reason annotation. */
-  readonly final: readonly { readonly node: string; readonly state: string; readonly reason: string; readonly ready: boolean }[];
+  readonly final: readonly NodeEnd[];
 }
+
+/** A node at the end of a run. */
+export interface NodeEnd {
+  readonly node: string;
+  readonly state: string;
+  readonly reason: string;
+  readonly ready: boolean;
+}
+
+/** What a scenario's fault must have led to, judged on the nodes' ends: a problem, or null. */
+export type OutcomeCheck = (final: readonly NodeEnd[]) => string | null;
 
 export interface ScenarioOptions {
   /** How long the rollout may take before "did not complete" is a violation. */
@@ -152,7 +163,11 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
       finished = true;
     });
     const ended = done.then(() => undefined, () => undefined);
-    await injectFaults({ scenario, plane, maxKills: options.maxKills ?? Infinity, world, random, faults, addFault, coordinators, startCoordinator, lifeOf, isFinished: () => finished, ended, watch, agents });
+    const outcomes: OutcomeCheck[] = [];
+    const expectEnd = (check: OutcomeCheck): void => {
+      outcomes.push(check);
+    };
+    await injectFaults({ scenario, plane, maxKills: options.maxKills ?? Infinity, world, random, faults, addFault, expectEnd, coordinators, startCoordinator, lifeOf, isFinished: () => finished, ended, watch, agents });
     // A killed coordinator must have a successor for the rollout to finish.
     if (!coordinators.some((c) => c.isRunning())) startCoordinator();
     const missed = await done.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
@@ -165,6 +180,10 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
       reason: n.metadata?.annotations?.[world.keys.upgradeReason] ?? '',
       ready: n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
     }));
+    for (const check of outcomes) {
+      const problem = check(final);
+      if (problem !== null) violations.push(`outcome: ${problem}`);
+    }
     return { scenario, seed, seconds: (Date.now() - started) / 1000, faults, checks: watch.checks(), violations, final };
   } finally {
     watch?.stop();
@@ -188,7 +207,7 @@ function chaosSpec(scenario: Scenario, pick: <T>(items: readonly T[]) => T) {
         ? { waitForCompletion: { podSelector: 'job=never-ends', timeoutSeconds: 5 }, validation: { podSelector: 'app=validator', timeoutSeconds: 8 } }
         : {}),
       // A driver pod that never turns Ready (NotReady node, crash-looping agent) fails its node within a minute, not 15.
-      ...(scenario === 'node-not-ready' || scenario === 'crash-looping-agent' ? { podRestart: { timeoutSeconds: 60, failAfterSeconds: 30 } } : {}),
+      ...(scenario === 'node-not-ready' || scenario === 'crash-looping-agent' ? { podRestart: { timeoutSeconds: 60, failAfterSeconds: NOT_READY_FAIL_AFTER_S } } : {}),
     },
     ...(scenario === 'crash-looping-agent' ? { maxFailedNodes: 1 } : {}),
     pools: [
@@ -228,7 +247,12 @@ async function waitForEnd(world: RolloutWorld, image: string, deadline: () => nu
     try {
       const nodes = await world.nodes();
       const pods = await world.driverPods();
-      const states = nodes.map((n) => `${n.metadata?.name?.slice(-2) ?? ''}:${world.stateOf(n)}`);
+      // With the container restarts of the node's driver pod, when it has any (crash loop, killed agents).
+      const states = nodes.map((n) => {
+        const pod = pods.find((p) => p.spec?.nodeName === n.metadata?.name && p.metadata?.deletionTimestamp === undefined);
+        const restarts = Math.max(0, ...[...(pod?.status?.initContainerStatuses ?? []), ...(pod?.status?.containerStatuses ?? [])].map((c) => c.restartCount));
+        return `${n.metadata?.name?.slice(-2) ?? ''}:${world.stateOf(n)}${restarts > 0 ? ` (${restarts} restarts)` : ''}`;
+      });
       const now = states.join(' ');
       if (now !== last) log(`  +${((Date.now() - begun) / 1000).toFixed(1)} s ${now}`);
       last = now;
@@ -257,6 +281,8 @@ interface FaultContext {
   readonly faults: readonly string[];
   /** Records a fault (and its time: the rollout's bound counts from the last one). */
   addFault(what: string): void;
+  /** What the fault must have led to by the end (checked on the nodes' ends; a problem is a violation). */
+  expectEnd(check: OutcomeCheck): void;
   readonly coordinators: CoordinatorProcess[];
   startCoordinator(): CoordinatorProcess;
   lifeOf(identity: string): string;
@@ -440,36 +466,84 @@ async function nodeChurn(ctx: FaultContext): Promise<void> {
 
 /**
  * A node turns NotReady while it upgrades: its Ready condition Unknown, as the node controller
- * writes it when a kubelet stops reporting. Only the condition: KWOK (v0.8.0) keeps running the
- * node's pods and renewing its lease (its manage-nodes annotation filter drops updates, so
- * un-annotating a node does not stop it; read in its informer source), so this is the node as
- * the API reports it, not a dead host. In half the runs it turns Ready again 2–6 state changes
- * later (or after 20 s), in the others it stays NotReady to the end.
+ * writes it when a kubelet stops reporting, kept so by the test bed's KUBELET_STOPPED_ANNOTATION.
+ * Only the condition: KWOK (v0.8.0) keeps running the node's pods and renewing its lease (its
+ * manage-nodes annotation filter drops updates, so un-annotating a node does not stop it; read in
+ * its informer source), so this is the node as the API reports it, not a dead host: its pods stay
+ * Ready. The victim is a node before its
+ * driver restart (cordon-required … drain-required) when there is one, else any upgrading node.
+ * In half the runs it turns Ready again 2–6 state changes later (or after 20 s), in the others it
+ * stays NotReady to the end. The coordinator must not finish a NotReady node
+ * (coordinator/plan/node-not-ready.ts): one NotReady for good ends upgrade-failed with a reason
+ * naming NotReady (after NOT_READY_FAIL_AFTER_S); one that comes back before that ends upgrade-done.
  */
 async function nodeNotReady(ctx: FaultContext): Promise<void> {
   const { world, random } = ctx;
-  const name = await anUpgradingNode(ctx);
+  const admin = world.nodeNames.at(-1);
+  const inStates = (states: ReadonlySet<string>): string[] => [...ctx.watch.states()].filter(([n, s]) => n !== admin && states.has(s)).map(([n]) => n);
+  await afterTransitions(ctx, Math.floor(random() * 3));
+  await progress(ctx, () => inStates(UPGRADING).length > 0, 60_000);
+  const before = inStates(BEFORE_RESTART);
+  const pool = before.length > 0 ? before : inStates(UPGRADING);
+  const name = pool[Math.floor(random() * pool.length)];
   if (name === undefined) {
     ctx.addFault('no node made NotReady: none was upgrading');
     return;
   }
-  const state = ctx.watch.states().get(name) ?? '?';
   const comesBack = random() < 0.5;
   await setNodeReady(world, name, false);
-  ctx.addFault(`node ${name} NotReady in ${state}${comesBack ? '' : ' (for good)'}`);
-  if (!comesBack) return;
+  const notReadyAt = Date.now();
+  // Read after the write: a node still before its driver restart now must be held by the coordinator from here on.
+  const node = (await world.nodes()).find((n) => n.metadata?.name === name);
+  const state = node === undefined ? '?' : world.stateOf(node);
+  const judged = BEFORE_RESTART.has(state);
+  ctx.addFault(`node ${name} NotReady in ${state}${comesBack ? '' : ' (for good)'}${judged ? '' : ' (already past the driver restart: end not judged)'}`);
+  if (!comesBack) {
+    if (judged) ctx.expectEnd(endsFailedNamingNotReady(name));
+    return;
+  }
   await Promise.race([afterTransitions(ctx, 2 + Math.floor(random() * 5)), sleep(20_000)]);
   await setNodeReady(world, name, true);
-  ctx.addFault(`node ${name} Ready again in ${ctx.watch.states().get(name) ?? '?'}`);
+  const seconds = (Date.now() - notReadyAt) / 1000;
+  ctx.addFault(`node ${name} Ready again in ${ctx.watch.states().get(name) ?? '?'} after ${seconds.toFixed(1)} s`);
+  // Back within the bound: the hold (if any) ends and the node finishes. (Past it, failing was right too.)
+  if (judged && seconds < NOT_READY_FAIL_AFTER_S) ctx.expectEnd(endsDone(name));
 }
 
-/** Sets the node's Ready condition: Unknown as the node controller writes it for a silent kubelet, or True as a kubelet reports it. */
+/** podRestart.failAfterSeconds of the node-not-ready scenario: how long a NotReady node is held before it fails. */
+const NOT_READY_FAIL_AFTER_S = 30;
+
+const BEFORE_RESTART: ReadonlySet<string> = new Set(['cordon-required', ...DRAINING]);
+
+function endsFailedNamingNotReady(name: string): OutcomeCheck {
+  return (final) => {
+    const end = final.find((f) => f.node === name);
+    if (end?.state === 'upgrade-failed' && end.reason.includes('NotReady')) return null;
+    return `${name}, NotReady for good before its driver restart, ended ${end?.state ?? 'missing'} (${end?.reason ?? ''}), not upgrade-failed naming NotReady`;
+  };
+}
+
+function endsDone(name: string): OutcomeCheck {
+  return (final) => {
+    const end = final.find((f) => f.node === name);
+    return end?.state === 'upgrade-done' ? null : `${name}, NotReady for less than ${NOT_READY_FAIL_AFTER_S} s, ended ${end?.state ?? 'missing'} (${end?.reason ?? ''}), not upgrade-done`;
+  };
+}
+
+/**
+ * Sets the node's Ready condition: Unknown as the node controller writes it for a silent kubelet,
+ * or True as a kubelet reports it. While it is not Ready the node carries the test bed's
+ * KUBELET_STOPPED_ANNOTATION, or KWOK's node-initialize stage would set it Ready again at its next
+ * change (the coordinator's next label write).
+ */
 async function setNodeReady(world: RolloutWorld, name: string, ready: boolean): Promise<void> {
   const now = new Date();
   const condition = ready
     ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }
     : { type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastHeartbeatTime: now, lastTransitionTime: now };
+  if (!ready) await world.core.patchNode({ name, body: { metadata: { annotations: { [KUBELET_STOPPED_ANNOTATION]: 'true' } } } }, MERGE_PATCH);
   await world.core.patchNodeStatus({ name, body: { status: { conditions: [condition] } } }, STRATEGIC_MERGE_PATCH);
+  if (ready) await world.core.patchNode({ name, body: { metadata: { annotations: { [KUBELET_STOPPED_ANNOTATION]: null } } } }, MERGE_PATCH);
 }
 
 /** The process kubelet's back-off for restarted containers (the kubelet's is 10 s … 5 min). */

@@ -3,8 +3,8 @@ import { advance, driverRevisionOf, wait, type StateHandler } from '../step.ts';
 import { checkValidators } from './handle-validation.ts';
 
 /**
- * Failed: the node stays cordoned. It leaves by itself once its driver pod is current and Ready
- * and, when validation is configured, its validator pods are Ready too (→ uncordon-required,
+ * Failed: the node stays cordoned. It leaves by itself once the node is Ready, its driver pod
+ * current and Ready and, when validation is configured, its validator pods Ready too (→ uncordon-required,
  * which honours the initial-state annotation); so a validation timeout does not undo itself in
  * the same pass. It is retried (→ upgrade-required) when an admin relabels it upgrade-required
  * or sets the upgrade-requested annotation, or by itself when the driver DaemonSet has a newer
@@ -16,7 +16,8 @@ export const handleUpgradeFailed: StateHandler = (node, ctx) => {
   const keys = ctx.policy.keys;
   const annotations = node.view.annotations;
   if (isUpgradeRequested(annotations, keys)) return advance('upgrade-required', true);
-  if (node.driver.ready && !isWaitingForSafeLoad(annotations, keys) && checkValidators(node, ctx).passed) {
+  // Not while the node is NotReady: its pods' Ready conditions are what its kubelet last said (node-not-ready.ts).
+  if (node.view.snapshot.ready && node.driver.ready && !isWaitingForSafeLoad(annotations, keys) && checkValidators(node, ctx).passed) {
     return advance('uncordon-required', true);
   }
   const failedAt = annotations[keys.failedRevision];

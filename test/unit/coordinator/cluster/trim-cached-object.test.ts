@@ -15,7 +15,15 @@ const managedFields = [{ manager: 'kubelet', operation: 'Update', fieldsType: 'F
 
 /** Objects as the API server sends them: managedFields, images, addresses, env, probes... */
 function serverShaped(): { nodes: V1Node[]; pods: V1Pod[] } {
-  const nodes = [aNode('gpu-1'), aNode('gpu-2', { unschedulable: true, labels: { [policy.keys.upgradeState]: 'drain-required' }, annotations: { [policy.keys.drainStartTime]: '1' } }), aNode('gpu-3', { ready: false })];
+  const nodes = [aNode('gpu-1'), aNode('gpu-2', { unschedulable: true, labels: { [policy.keys.upgradeState]: 'drain-required' }, annotations: { [policy.keys.drainStartTime]: '1' } }), aNode('gpu-3', { ready: false }), aNode('gpu-4')];
+  // gpu-4: its kubelet stopped reporting; the node controller set Ready Unknown (what a NotReady hold names).
+  const silent = nodes[3]?.status;
+  if (silent !== undefined) {
+    silent.conditions = [
+      { type: 'MemoryPressure', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastHeartbeatTime: new Date(5_000), lastTransitionTime: new Date(9_000) },
+      { type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastHeartbeatTime: new Date(5_000), lastTransitionTime: new Date(9_000) },
+    ];
+  }
   for (const n of nodes) {
     if (n.metadata !== undefined) n.metadata.managedFields = managedFields;
     if (n.status !== undefined) Object.assign(n.status, { images: [{ names: ['registry/a:1'], sizeBytes: 1 }], addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], capacity: { cpu: '8' } });
@@ -44,7 +52,7 @@ function serverShaped(): { nodes: V1Node[]; pods: V1Pod[] } {
     nodeSelector: { 'nvidia.com/gpu.deploy.device-plugin': 'true' },
     affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'nvidia.com/gpu.present', operator: 'Exists' }] }] } } },
   };
-  pods.push(operand);
+  pods.push(operand, aDriverPod(driver, 'gpu-4', 'new'));
   for (const p of pods) {
     if (p.metadata !== undefined) p.metadata.managedFields = managedFields;
     if (p.spec !== undefined) {
@@ -94,6 +102,19 @@ describe('trimming cached objects', () => {
     expect(failing?.waiting).toBe('init container init: CrashLoopBackOff: back-off 5m0s');
     const operand = snapshot.nodes.find((n) => n.name === 'gpu-1')?.pods.find((p) => p.name === 'device-plugin');
     expect(operand?.nodeLabelKeys).toEqual(['nvidia.com/gpu.deploy.device-plugin', 'nvidia.com/gpu.present']);
+  });
+
+  it("keeps a NotReady node's Ready condition: status, reason, message and since when", () => {
+    const trimmed = serverShaped();
+    for (const n of trimmed.nodes) trimNode(n);
+    const snapshot = snapshotOf(trimmed);
+    expect(snapshot.nodes.find((n) => n.name === 'gpu-4')?.notReady).toEqual({ status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', since: 9_000 });
+    expect(snapshot.nodes.find((n) => n.name === 'gpu-3')?.notReady).toEqual({ status: 'False', reason: '', message: '', since: null });
+    expect(snapshot.nodes.find((n) => n.name === 'gpu-1')?.notReady).toBeNull();
+    expect(trimmed.nodes[3]?.status?.conditions).toEqual([
+      { type: 'MemoryPressure', status: 'Unknown' },
+      { type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastTransitionTime: new Date(9_000) },
+    ]);
   });
 
   it('drops managedFields and the parts nothing reads, in place', () => {

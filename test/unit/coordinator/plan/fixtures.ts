@@ -154,8 +154,12 @@ export class NodeBuilder {
   cordonedByAdmin(): this {
     return this.cordoned().annotated({ [KEYS.initialStateUnschedulable]: 'true' });
   }
-  notReady(): this {
+  /** Ready not True; with `secondsAgo`, the node controller's Ready Unknown since then (lastTransitionTime). */
+  notReady(secondsAgo?: number): this {
     this.node.ready = false;
+    if (secondsAgo !== undefined) {
+      this.node.notReady = { status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', since: NOW - secondsAgo * 1000 };
+    }
     return this;
   }
   outdated(): this {
