@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
-import { ConfigError, type ConfigProblem } from '../shared/errors.ts';
+import { ConfigError } from '../shared/errors.ts';
 import { driverKeys, type DriverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -23,6 +23,7 @@ import { findInstalledKernels } from './build/find-installed-kernels.ts';
 import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import { runAgent } from './run-agent.ts';
+import { SIMULATED_KERNEL_UNAVAILABLE } from './simulated-kernel-unavailable.ts';
 
 /**
  * Builds the kernel adapter for `--kernel simulated`. Production has none: the simulated kernel
@@ -48,12 +49,6 @@ export interface AssembledAgent {
   /** Closes the HTTP server; call after `run` returned. */
   close(): Promise<void>;
 }
-
-/** `--kernel simulated` without a simulated kernel wired in: production's entry point. */
-export const SIMULATED_KERNEL_UNAVAILABLE: ConfigProblem = {
-  path: '--kernel / KERNEL_ADAPTER',
-  message: 'simulated is a test double: only test/doubles/simulated-agent-main.ts (tests, demo) provides it',
-};
 
 /** Retries of the pod condition, node labels and Events: from 0.5 s, doubling, up to 30 s. */
 const REPORT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000 };

@@ -1,10 +1,11 @@
 import { usageText, wantsHelp } from '../shared/cli-help.ts';
 import { ConfigError, toError } from '../shared/errors.ts';
 import { createLogger } from '../shared/logger.ts';
-import { assembleAgent, SIMULATED_KERNEL_UNAVAILABLE, type SimulatedKernelFactory } from './assemble-agent.ts';
+import type { SimulatedKernelFactory } from './assemble-agent.ts';
 import type { AgentConfig } from './config/agent-config.ts';
 import { agentSettings, parseAgentConfig } from './config/parse-agent-config.ts';
 import { removeReadyFileSync } from './report/ready-file.ts';
+import { SIMULATED_KERNEL_UNAVAILABLE } from './simulated-kernel-unavailable.ts';
 
 /**
  * The node agent: `node agent/main.ts [--flag value ...]` (every flag is also an environment
@@ -58,6 +59,9 @@ export async function agentMain(options: { readonly simulatedKernel?: SimulatedK
   process.on('SIGINT', onSignal);
 
   try {
+    // Loaded only now: a bad configuration exits 2 having loaded just the config modules (about a
+    // third of the agent's start), so a misconfigured pod crash-loops cheaply.
+    const { assembleAgent } = await import('./assemble-agent.ts');
     const agent = await assembleAgent(config, log, options.simulatedKernel === undefined ? {} : { simulatedKernel: options.simulatedKernel });
     try {
       await agent.run(stop.signal);

@@ -153,7 +153,9 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
     const newImage = await upgradeDriver(scenario, world, agents, plane.kubeconfigPath);
     const upgradeStarted = Date.now();
 
-    const timeoutMs = options.timeoutMs ?? 300_000;
+    // The crash loop needs 11 agent starts, each a Node start with its config modules (about 12 s
+    // apiece at load 20 on 2 cores): at least 8 minutes for it, a bound that only catches a hang.
+    const timeoutMs = Math.max(options.timeoutMs ?? 300_000, scenario === 'crash-looping-agent' ? 480_000 : 0);
     const blocked = (nodes: readonly V1Node[]): Set<string> => watch?.blocked(nodes) ?? new Set();
     const done = waitForEnd(world, newImage, () => Math.max(upgradeStarted, lastFaultAt) + timeoutMs, blocked, log);
     let finished = false;
@@ -197,7 +199,8 @@ function chaosSpec(scenario: Scenario, pick: <T>(items: readonly T[]) => T) {
   return {
     upgradePolicy: {
       maxUnavailable: pick([1, 2, '34%', '50%']),
-      maxParallelUpgrades: pick([0, 1, 2]),
+      // Crash loop: one node per pool at a time, so the agents' restarts (each a Node start) fit a loaded 2-core machine.
+      maxParallelUpgrades: scenario === 'crash-looping-agent' ? 1 : pick([0, 1, 2]),
       // The workloads use the device (nvidia.com/gpu): pod deletion evicts them (bare pods: force),
       // and a pod it cannot evict in 20 s (the PDB that never allows it) goes on to the drain.
       podDeletion: { force: true, timeoutSeconds: 20 },
@@ -206,8 +209,12 @@ function chaosSpec(scenario: Scenario, pick: <T>(items: readonly T[]) => T) {
       ...(scenario === 'stuck-workloads'
         ? { waitForCompletion: { podSelector: 'job=never-ends', timeoutSeconds: 5 }, validation: { podSelector: 'app=validator', timeoutSeconds: 8 } }
         : {}),
-      // A driver pod that never turns Ready (NotReady node, crash-looping agent) fails its node within a minute, not 15.
-      ...(scenario === 'node-not-ready' || scenario === 'crash-looping-agent' ? { podRestart: { timeoutSeconds: 60, failAfterSeconds: NOT_READY_FAIL_AFTER_S } } : {}),
+      // A node NotReady for good fails 30 s after it went NotReady (node-not-ready.ts), not after 2 minutes.
+      ...(scenario === 'node-not-ready' ? { podRestart: { timeoutSeconds: 60, failAfterSeconds: NOT_READY_FAIL_AFTER_S } } : {}),
+      // The crash loop must end on the restart rule (more than 10 restarts), not on the timeout: the
+      // agent reports nothing before it exits, so only timeoutSeconds competes, and 600 s is far
+      // beyond the run's own bound.
+      ...(scenario === 'crash-looping-agent' ? { podRestart: { timeoutSeconds: 600, failAfterSeconds: 30 } } : {}),
     },
     ...(scenario === 'crash-looping-agent' ? { maxFailedNodes: 1 } : {}),
     pools: [
@@ -373,6 +380,7 @@ const INJECT: Readonly<Record<Scenario, (ctx: FaultContext) => Promise<void>>> =
   'agents-killed': agentsKilled,
   'crash-looping-agent': (ctx) => {
     ctx.addFault('driver v2 is the real agent crash-looping on a bad configuration (restarted with back-off by the process kubelet)');
+    ctx.expectEnd(endsOnRestartRule);
     return Promise.resolve();
   },
   'stuck-workloads': (ctx) => {
@@ -581,6 +589,21 @@ async function agentsKilled(ctx: FaultContext): Promise<void> {
   }
 }
 
+/**
+ * The crash loop fails its node on upstream's restart rule (handle-pod-restart.ts: a driver pod
+ * not Ready after more than 10 restarts), naming the restarts and the kubelet's CrashLoopBackOff;
+ * the failure budget (maxFailedNodes 1) halts the nodes that have not started.
+ */
+function endsOnRestartRule(final: readonly NodeEnd[]): string | null {
+  const failed = final.filter((f) => f.state === 'upgrade-failed');
+  const ends = final.map((f) => `${f.node.slice(-2)} ${f.state} (${f.reason})`).join('; ');
+  if (failed.length === 0) return `no node failed: ${ends}`;
+  const otherRule = failed.filter((f) => !/is not Ready after (1[1-9]|[2-9]\d|\d{3,}) restarts \(.*agent: CrashLoopBackOff/.test(f.reason));
+  if (otherRule.length > 0) return `failed on another rule than the restart count: ${ends}`;
+  const notHalted = final.filter((f) => f.state !== 'upgrade-failed' && !f.reason.startsWith('halted'));
+  return notHalted.length === 0 ? null : `not halted by the failure budget: ${ends}`;
+}
+
 /** The label of the driver pods the process kubelet runs (crash-looping-agent). */
 const PROCESS_LABEL = 'example.com/chaos-process';
 
@@ -600,7 +623,8 @@ async function crashLoopingDriver(world: RolloutWorld, kubeconfigPath: string): 
     labelSelector: `${PROCESS_LABEL}=agent`,
     logDir,
     nodeEnv: () => Promise.resolve({}),
-    restart: { initialBackoffMs: 500, maxBackoffMs: 3_000 },
+    // The kubelet's back-off (10 s doubling to 5 min) would take half an hour to the 11th restart.
+    restart: { initialBackoffMs: 200, maxBackoffMs: 1_000 },
   });
   await kubelet.start();
   world.onTearDown(async () => {

@@ -37,11 +37,9 @@ async function runShort(plane: ChaosPlane, scenario: Scenario): Promise<void> {
       expect(guarded.reason, `${replay}\n${ends}`).toContain('guarded');
     }
   }
-  if (scenario === 'crash-looping-agent') {
-    // The crash loop fails its node with the restarts as the reason; the failure budget (1) halts the others.
-    expect(result.final.some((f) => f.state === 'upgrade-failed' && /restarts|CrashLoopBackOff|no Ready driver pod/.test(f.reason)), `${replay}\n${ends}`).toBe(true);
-    expect(result.final.filter((f) => f.state !== 'upgrade-failed').every((f) => f.reason.startsWith('halted')), `${replay}\n${ends}`).toBe(true);
-  }
+  // crash-looping-agent (ends on the restart rule, the others halted) and node-not-ready (NotReady for
+  // good: upgrade-failed naming NotReady; back in time: upgrade-done) are judged by the run itself
+  // (run-scenario.ts expectEnd): a wrong end is an `outcome:` violation above.
 }
 
 describe('chaos (short), on the shared control plane: the promises hold and the rollout completes', () => {
