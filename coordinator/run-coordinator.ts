@@ -8,8 +8,11 @@ import { runLeaderElection } from './leader/run-leader-election.ts';
 import { CoordinatorMetrics } from './metrics/coordinator-metrics.ts';
 import { serveHttp } from './metrics/serve-http.ts';
 import { createReconciler, type Planner } from './reconcile/reconciler.ts';
+import { releaseUnusedHeap } from './release-unused-heap.ts';
 
 export const COORDINATOR_COMPONENT = 'driver-rollout-coordinator';
+
+const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
 
 export interface CoordinatorHandle {
   /** Port of /metrics, /healthz, /readyz. */
@@ -42,6 +45,12 @@ export async function runCoordinator(
   onChange = (kind, object) => {
     if (reconciler.isRelevant(kind, object)) reconciler.trigger();
   };
+  void caches.synced.then(() => {
+    const before = process.memoryUsage.rss();
+    const started = performance.now();
+    releaseUnusedHeap();
+    logger.info({ rssMbBefore: mb(before), rssMbAfter: mb(process.memoryUsage.rss()), gcMs: Math.round(performance.now() - started) }, 'caches synced; unused heap released');
+  });
   const http = await serveHttp({ registry: metrics.registry, notReadyReason: () => caches.notSyncedReason(), logger }, config.metricsPort, signal);
   logger.info({ port: http.port, identity: config.identity, namespaces: config.namespaces }, 'coordinator started');
   const election = runLeaderElection(

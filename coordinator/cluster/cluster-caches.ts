@@ -21,6 +21,7 @@ import {
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { startInformer, type ResourceCache, type ResourceInformer } from './resource-informer.ts';
 import { ingestNode, ingestPod } from './ingest-cached-object.ts';
+import { listInPages } from './list-in-pages.ts';
 import { trimManagedFields } from './trim-cached-object.ts';
 
 export type CacheKind = 'nodes' | 'pods' | 'daemonsets' | 'controllerrevisions' | 'poddisruptionbudgets' | 'driverrollouts';
@@ -116,8 +117,9 @@ export function startClusterCaches(options: ClusterCacheOptions): ClusterCaches 
   const crd = { group: DRIVER_ROLLOUT_GROUP, version: DRIVER_ROLLOUT_VERSION, plural: DRIVER_ROLLOUT_PLURAL };
 
   const caches = {
-    nodes: start<V1Node>('nodes', '/api/v1/nodes', () => core.listNode(), undefined, ingestNode),
-    pods: start<V1Pod>('pods', '/api/v1/pods', () => core.listPodForAllNamespaces(), POD_INDEXES, ingestPod),
+    // The two large kinds are listed in pages, each trimmed as it arrives (list-in-pages.ts).
+    nodes: start<V1Node>('nodes', '/api/v1/nodes', () => listInPages((page) => core.listNode(page), ingestNode), undefined, ingestNode),
+    pods: start<V1Pod>('pods', '/api/v1/pods', () => listInPages((page) => core.listPodForAllNamespaces(page), ingestPod), POD_INDEXES, ingestPod),
     daemonSets: perNamespace<V1DaemonSet>(
       'daemonsets',
       '/apis/apps/v1/{ns}/daemonsets',

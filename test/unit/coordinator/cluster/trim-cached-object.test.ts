@@ -132,4 +132,26 @@ describe('trimming cached objects', () => {
     expect(node.metadata?.managedFields).toBeUndefined();
     expect(node.status).toEqual({ conditions: [{ type: 'Ready', status: 'True' }] });
   });
+
+  it('keeps every metadata field but managedFields, and trimming again changes nothing (the list pages and the informer both trim)', () => {
+    const { nodes, pods } = serverShaped();
+    const full = serverShaped();
+    for (const p of pods) trimPod(p);
+    for (const n of nodes) trimNode(n);
+    const withoutManaged = <M extends { managedFields?: unknown }>(m: M | undefined): Omit<M, 'managedFields'> | undefined => {
+      if (m === undefined) return undefined;
+      const { managedFields: _dropped, ...rest } = m;
+      return rest;
+    };
+    expect(pods.map((p) => p.metadata)).toStrictEqual(full.pods.map((p) => withoutManaged(p.metadata)));
+    expect(nodes.map((n) => n.metadata)).toStrictEqual(full.nodes.map((n) => withoutManaged(n.metadata)));
+    const once = structuredClone({ nodes, pods });
+    const metadataObjects = pods.map((p) => p.metadata);
+    for (const p of pods) trimPod(p);
+    for (const n of nodes) trimNode(n);
+    expect({ nodes, pods }).toStrictEqual(once);
+    pods.forEach((p, i) => {
+      expect(p.metadata).toBe(metadataObjects[i]);
+    });
+  });
 });
