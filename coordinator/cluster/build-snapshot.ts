@@ -20,22 +20,25 @@ export interface SnapshotInputs {
  *
  * A pass over thousands of nodes must cost little more than a look at each node, so nothing is
  * converted or assembled twice: objects are converted once (at ingest, snapshot-of-object.ts);
- * a node's pods, split into driver pods and others, are memoised on the cache's list of the
- * node's pods (the same array while none of them changed, ResourceCache.byIndex); and a node's
- * snapshot is memoised on its Node object and that split. Snapshots are never modified, so
- * passes may share them.
+ * a node's pods, split into driver pods and others, and the node's snapshot are kept per node name
+ * (SnapshotMemo) with the Node object and the cache's list of the node's pods they were made from
+ * (the same array while none of them changed, ResourceCache.byIndex), and reused while both are
+ * the same; the order of the managed nodes by name is reused while the same names come from the
+ * cache in the same order. Snapshots are never modified, so passes may share them.
  */
 export function buildSnapshot(rollout: RolloutRef, policy: DriverRolloutPolicy, inputs: SnapshotInputs): ClusterSnapshot {
   const { caches } = inputs;
   const drivers = selectDrivers(rollout, policy, caches);
+  const memo = memoFor(drivers, policy);
+  memo.pass++;
   const nodes: NodeSnapshot[] = [];
-  for (const name of managedNodeNames(policy, caches, drivers)) {
-    const cached = caches.nodes.get('', name);
-    if (cached === undefined) continue; // deleted: whatever we wrote to it last no longer matters
+  for (const cached of managedNodes(policy, caches, drivers, memo)) {
+    const name = nameOf(cached);
     const node = freshest(cached, inputs.writtenNodes.get(name)) ?? cached;
-    const snapshot = nodeSnapshotOf(node, podsOn(caches.pods.byIndex(BY_NODE, name), drivers), drivers, policy.keys.driverLoaded);
+    const snapshot = nodeSnapshotOf(memo, name, node, caches.pods.byIndex(BY_NODE, name), drivers, policy.keys.driverLoaded);
     nodes.push(withEvictionBlocks(snapshot, inputs.evictionBlocked));
   }
+  memo.forgetUnseen(nodes.length);
   const pdbs: PdbSnapshot[] = [];
   for (const pdb of caches.pdbs.list()) pdbs.push(pdbSnapshotOf(pdb));
   return { rollout, nodes, daemonSets: drivers.daemonSets, pdbs };
@@ -79,13 +82,76 @@ function selectDrivers(rollout: RolloutRef, policy: DriverRolloutPolicy, caches:
   return { daemonSets, byUid, conditionType, key };
 }
 
-const podsMemo = new ObjectMemo<readonly V1Pod[], Map<string, NodePods>>('pods by driver set');
+function memoFor(drivers: DriverSet, policy: DriverRolloutPolicy): SnapshotMemo {
+  // The state label and safe-load annotation decide which nodes are managed (managedNodes).
+  const key = `${drivers.key}\n${policy.keys.upgradeState}\n${policy.keys.waitForSafeLoad}`;
+  let memo = memos.get(key);
+  if (memo === undefined) memo = new SnapshotMemo();
+  memos.delete(key);
+  memos.set(key, memo); // most recently used last
+  for (const oldest of memos.keys()) {
+    if (memos.size <= MAX_MEMOS) break;
+    memos.delete(oldest);
+  }
+  return memo;
+}
+
+/** Driver sets remembered at once (one per DriverRollout, normally a handful); the least recently used goes first. */
+const MAX_MEMOS = 16;
+const memos = new Map<string, SnapshotMemo>();
+
+/** What a node's snapshot was made from, and the snapshot. */
+interface NodeEntry {
+  node: V1Node;
+  /** The cache's list of the node's pods (byIndex BY_NODE). */
+  bucket: readonly V1Pod[];
+  split: NodePods;
+  snapshot: NodeSnapshot;
+  /** The pass that last read it. */
+  seen: number;
+}
+
+/**
+ * Per driver set (and state keys): the node snapshots of the last pass by node name, and the order
+ * of the managed nodes. Holds the cache's objects of the last pass only: a node no longer managed
+ * is forgotten at the end of the pass that no longer reads it.
+ */
+class SnapshotMemo {
+  pass = 0;
+  readonly nodes = new Map<string, NodeEntry>();
+  /** Managed node names in the cache's order, and `order[i]`: the index in that list of the i-th by name. */
+  names: readonly string[] = [];
+  order: readonly number[] = [];
+
+  forgetUnseen(read: number): void {
+    if (this.nodes.size <= read) return;
+    for (const [name, entry] of this.nodes) if (entry.seen !== this.pass) this.nodes.delete(name);
+  }
+}
+
+function nodeSnapshotOf(memo: SnapshotMemo, name: string, node: V1Node, bucket: readonly V1Pod[], drivers: DriverSet, loadedKey: string): NodeSnapshot {
+  const entry = memo.nodes.get(name);
+  if (entry !== undefined && entry.node === node && entry.bucket === bucket) {
+    entry.seen = memo.pass;
+    return entry.snapshot;
+  }
+  const split = entry?.bucket === bucket ? entry.split : podsOn(bucket, drivers);
+  const loadedDriver = entry?.node === node ? entry.snapshot.loadedDriver : loadedDriverOf(node, loadedKey);
+  const facts = nodeFactsOf(node);
+  const snapshot: NodeSnapshot = { name: facts.name, labels: facts.labels, annotations: facts.annotations, unschedulable: facts.unschedulable, ready: facts.ready, driverPods: split.driverPods, pods: split.pods, loadedDriver };
+  if (entry === undefined) memo.nodes.set(name, { node, bucket, split, snapshot, seen: memo.pass });
+  else {
+    entry.node = node;
+    entry.bucket = bucket;
+    entry.split = split;
+    entry.snapshot = snapshot;
+    entry.seen = memo.pass;
+  }
+  return snapshot;
+}
 
 /** `bucket`: the node's pods as the cache lists them (byIndex BY_NODE). */
 function podsOn(bucket: readonly V1Pod[], drivers: DriverSet): NodePods {
-  const byDrivers = podsMemo.get(bucket);
-  const hit = byDrivers?.get(drivers.key);
-  if (hit !== undefined) return hit;
   const driverPods: { readonly order: number; readonly pod: DriverPodSnapshot }[] = [];
   const pods: PodSnapshot[] = [];
   for (const pod of bucket) {
@@ -95,21 +161,8 @@ function podsOn(bucket: readonly V1Pod[], drivers: DriverSet): NodePods {
     else driverPods.push({ order: ds.order, pod: driverPodSnapshotOf(pod, ds.name, drivers.conditionType) });
   }
   // DaemonSet by DaemonSet, each in the cache's order (Array.prototype.sort is stable).
-  driverPods.sort((a, b) => a.order - b.order);
-  const split: NodePods = { driverPods: driverPods.map((d) => d.pod), pods };
-  (byDrivers ?? podsMemo.set(bucket, new Map())).set(drivers.key, split);
-  return split;
-}
-
-const nodeMemo = new ObjectMemo<V1Node, Map<string, { readonly split: NodePods; readonly snapshot: NodeSnapshot }>>('node snapshot by driver set');
-
-function nodeSnapshotOf(node: V1Node, split: NodePods, drivers: DriverSet, loadedKey: string): NodeSnapshot {
-  const byDrivers = nodeMemo.get(node);
-  const hit = byDrivers?.get(drivers.key);
-  if (hit?.split === split) return hit.snapshot;
-  const snapshot: NodeSnapshot = { ...nodeFactsOf(node), driverPods: split.driverPods, pods: split.pods, loadedDriver: loadedDriverOf(node, loadedKey) };
-  (byDrivers ?? nodeMemo.set(node, new Map())).set(drivers.key, { split, snapshot });
-  return snapshot;
+  if (driverPods.length > 1) driverPods.sort((a, b) => a.order - b.order);
+  return { driverPods: driverPods.map((d) => d.pod), pods };
 }
 
 /** The executor's refused evictions, on their pods (memory only, so never memoised). */
@@ -125,31 +178,48 @@ function withEvictionBlocks(node: NodeSnapshot, blocked: SnapshotInputs['evictio
   return pods === null ? node : { ...node, pods };
 }
 
-const driverNodesMemo = new ObjectMemo<readonly V1Pod[], readonly string[]>('nodes of driver pods');
-const sortedMemo = new WeakMap<DriverRolloutPolicy, readonly string[]>();
+/** Names of the nodes the DaemonSet's pods are bound to, on the cache's list of its pods. */
+const driverNodesMemo = new ObjectMemo<readonly V1Pod[], ReadonlySet<string>>('nodes of driver pods');
 
 /**
- * Nodes with a driver pod, plus nodes still carrying this driver's state label or safe-load
- * annotation; sorted by name (the same array as last time when the set is unchanged).
+ * The cached Nodes with a driver pod, plus those still carrying this driver's state label or
+ * safe-load annotation; sorted by name. One look at each cached node; the sort is made again only
+ * when the managed names, in the cache's order, differ from the last pass's.
  */
-function managedNodeNames(policy: DriverRolloutPolicy, caches: SnapshotInputs['caches'], drivers: DriverSet): readonly string[] {
-  const names = new Set<string>();
+function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['caches'], drivers: DriverSet, memo: SnapshotMemo): V1Node[] {
+  const withDriverPod: ReadonlySet<string>[] = [];
   for (const uid of drivers.byUid.keys()) {
     const bucket = caches.pods.byIndex(BY_CONTROLLER, uid);
-    const onNodes = driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, bucket.map((p) => p.spec?.nodeName ?? '').filter((n) => n !== ''));
-    for (const name of onNodes) names.add(name);
+    withDriverPod.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, new Set(bucket.map((p) => p.spec?.nodeName ?? '').filter((n) => n !== ''))));
   }
   const { upgradeState, waitForSafeLoad } = policy.keys;
+  const names: string[] = [];
+  const managed: V1Node[] = [];
+  let sameNames = true;
   for (const node of caches.nodes.list()) {
-    const state = node.metadata?.labels?.[upgradeState] ?? 'unknown';
-    if (state !== 'unknown' && state !== '') names.add(nameOf(node));
-    else if (node.metadata?.annotations?.[waitForSafeLoad] !== undefined) names.add(nameOf(node));
+    const name = nameOf(node);
+    if (!isManaged(node, name, withDriverPod, upgradeState, waitForSafeLoad)) continue;
+    if (sameNames && memo.names[names.length] !== name) sameNames = false;
+    names.push(name);
+    managed.push(node);
   }
-  const last = sortedMemo.get(policy);
-  if (last?.length === names.size && last.every((n) => names.has(n))) return last;
-  const sorted = [...names].sort();
-  sortedMemo.set(policy, sorted);
-  return sorted;
+  if (!sameNames || names.length !== memo.names.length) {
+    memo.names = names;
+    memo.order = names.map((_, i) => i).sort((a, b) => compareStrings(names[a] ?? '', names[b] ?? ''));
+  }
+  return memo.order.map((i) => managed[i] as V1Node);
+}
+
+function isManaged(node: V1Node, name: string, withDriverPod: readonly ReadonlySet<string>[], upgradeState: string, waitForSafeLoad: string): boolean {
+  for (const set of withDriverPod) if (set.has(name)) return true;
+  const state = node.metadata?.labels?.[upgradeState] ?? 'unknown';
+  if (state !== 'unknown' && state !== '') return true;
+  return node.metadata?.annotations?.[waitForSafeLoad] !== undefined;
+}
+
+/** Array.prototype.sort's default order for strings (UTF-16 code units). */
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**

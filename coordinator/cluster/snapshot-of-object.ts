@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1ContainerStatus, V1ControllerRevision, V1Node, V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ContainerStatus, V1ControllerRevision, V1Node, V1Pod, V1PodCondition, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { parseLoadedDriver } from '../../shared/driver-identity.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import { compileLabelSelector } from '../policy/label-selector.ts';
@@ -22,14 +22,27 @@ export interface PodFacts {
   readonly controllerUid: string;
 }
 
-const podMemo = new ObjectMemo<V1Pod, PodFacts>('pod facts');
+/**
+ * What is kept on a pod: its facts; for a DaemonSet's pod (a driver pod, should a rollout pick the
+ * DaemonSet) the parts of its DriverPodSnapshot that no rollout changes, made at ingest too; and
+ * the last DriverPodSnapshot made of it, with the DaemonSet name and condition type it was made for.
+ */
+interface PodRecord extends PodFacts {
+  driverParts: DriverPodParts | null;
+  driver: { readonly daemonSet: string; readonly conditionType: string; readonly snapshot: DriverPodSnapshot } | null;
+}
+
+interface DriverPodParts {
+  readonly revisionHash: string | null;
+  readonly restartCount: number;
+  readonly waiting: string | null;
+  readonly conditions: readonly V1PodCondition[];
+}
+
+const podMemo = new ObjectMemo<V1Pod, PodRecord>('pod facts');
 const nodeMemo = new ObjectMemo<V1Node, NodeFacts>('node facts');
 const pdbMemo = new ObjectMemo<V1PodDisruptionBudget, PdbSnapshot>('pdb snapshot');
 const revisionMemo = new ObjectMemo<V1ControllerRevision, { readonly fingerprint: string | null }>('template fingerprint');
-/** Keyed by the DaemonSet's name and the agent's condition type, which the rollout gives. */
-const driverPodMemo = new ObjectMemo<V1Pod, { readonly daemonSet: string; readonly conditionType: string; readonly snapshot: DriverPodSnapshot }>('driver pod snapshot');
-/** Keyed by the annotation key: several drivers read one node. */
-const loadedMemo = new ObjectMemo<V1Node, { readonly key: string; readonly loaded: LoadedDriverSnapshot | null }>('loaded driver');
 
 const nameOf = (o: KubernetesObject): string => o.metadata?.name ?? '';
 const uidOf = (o: KubernetesObject): string => o.metadata?.uid ?? '';
@@ -37,7 +50,11 @@ const namespaceOf = (o: KubernetesObject): string => o.metadata?.namespace ?? ''
 
 /** A pod as the planner reads it (other than a driver pod), and its controller. */
 export function podFactsOf(pod: V1Pod): PodFacts {
-  return podMemo.get(pod) ?? podMemo.set(pod, toPodFacts(pod));
+  return podRecordOf(pod);
+}
+
+function podRecordOf(pod: V1Pod): PodRecord {
+  return podMemo.get(pod) ?? podMemo.set(pod, toPodRecord(pod));
 }
 
 /** A node's own facts (the pods and the loaded driver are added per rollout). */
@@ -56,16 +73,18 @@ export function templateFingerprintOf(revision: V1ControllerRevision): string | 
 
 /** A pod of the rollout's DaemonSet `daemonSet`; `conditionType` is the agent's readiness-gate condition. */
 export function driverPodSnapshotOf(pod: V1Pod, daemonSet: string, conditionType: string): DriverPodSnapshot {
-  const hit = driverPodMemo.get(pod);
-  if (hit !== undefined && hit.daemonSet === daemonSet && hit.conditionType === conditionType) return hit.snapshot;
-  return driverPodMemo.set(pod, { daemonSet, conditionType, snapshot: toDriverPod(pod, daemonSet, conditionType) }).snapshot;
+  const record = podRecordOf(pod);
+  const hit = record.driver;
+  if (hit !== null && hit.daemonSet === daemonSet && hit.conditionType === conditionType) return hit.snapshot;
+  const parts = (record.driverParts ??= driverPartsOf(pod));
+  const snapshot = toDriverPod(record.snapshot, parts, daemonSet, conditionType);
+  record.driver = { daemonSet, conditionType, snapshot };
+  return snapshot;
 }
 
-/** The agent's loaded-driver annotation `key`, parsed. */
+/** The agent's loaded-driver annotation `key`, parsed (not memoised here: build-snapshot.ts keeps it with the node's snapshot). */
 export function loadedDriverOf(node: V1Node, key: string): LoadedDriverSnapshot | null {
-  const hit = loadedMemo.get(node);
-  if (hit?.key === key) return hit.loaded;
-  return loadedMemo.set(node, { key, loaded: parseLoadedDriver(node.metadata?.annotations?.[key]) }).loaded;
+  return parseLoadedDriver(node.metadata?.annotations?.[key]);
 }
 
 const PHASES: readonly string[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
@@ -74,25 +93,38 @@ const isReady = (conditions: readonly { type: string; status: string }[] | undef
   conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const isDeleting = (o: KubernetesObject): boolean => o.metadata?.deletionTimestamp != null;
 
-function toDriverPod(p: V1Pod, daemonSet: string, conditionType: string): DriverPodSnapshot {
+const NO_CONDITIONS: readonly V1PodCondition[] = [];
+
+/** The parts of a driver pod's snapshot that its DaemonSet and the rollout do not change. */
+function driverPartsOf(p: V1Pod): DriverPodParts {
   const statuses = [...(p.status?.initContainerStatuses ?? []).map((s) => ({ s, init: true })), ...(p.status?.containerStatuses ?? []).map((s) => ({ s, init: false }))];
-  const condition = p.status?.conditions?.find((c) => c.type === conditionType);
   return {
-    namespace: namespaceOf(p),
-    name: nameOf(p),
-    uid: uidOf(p),
-    daemonSet,
     revisionHash: p.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
-    phase: phaseOf(p),
-    ready: isReady(p.status?.conditions),
     restartCount: Math.max(0, ...statuses.map(({ s }) => s.restartCount)),
-    deleting: isDeleting(p),
+    waiting: waitingText(statuses),
+    conditions: p.status?.conditions ?? NO_CONDITIONS,
+  };
+}
+
+/** `pod`: the pod's own snapshot (namespace, name, uid, phase, readiness, deletion as toPod reads them). */
+function toDriverPod(pod: PodSnapshot, parts: DriverPodParts, daemonSet: string, conditionType: string): DriverPodSnapshot {
+  const condition = parts.conditions.find((c) => c.type === conditionType);
+  return {
+    namespace: pod.namespace,
+    name: pod.name,
+    uid: pod.uid,
+    daemonSet,
+    revisionHash: parts.revisionHash,
+    phase: pod.phase,
+    ready: pod.ready,
+    restartCount: parts.restartCount,
+    deleting: pod.deleting,
     agentCondition: condition === undefined ? null : {
       status: condition.status === 'True' || condition.status === 'False' ? condition.status : 'Unknown',
       reason: condition.reason ?? '',
       message: condition.message ?? '',
     },
-    waiting: waitingText(statuses),
+    waiting: parts.waiting,
   };
 }
 
@@ -111,9 +143,15 @@ function waitingText(statuses: readonly { readonly s: V1ContainerStatus; readonl
 
 const NO_STRINGS: readonly string[] = [];
 
-function toPodFacts(p: V1Pod): PodFacts {
+function toPodRecord(p: V1Pod): PodRecord {
   const controller = p.metadata?.ownerReferences?.find((r) => r.controller === true);
-  return { snapshot: toPod(p, controller?.kind ?? null, controller?.name ?? null), controllerUid: controller?.uid ?? '' };
+  return {
+    snapshot: toPod(p, controller?.kind ?? null, controller?.name ?? null),
+    controllerUid: controller?.uid ?? '',
+    // Made at ingest for a DaemonSet's pod (any pod a rollout could read as its driver pod); for another, should it ever be read as one.
+    driverParts: controller?.kind === 'DaemonSet' ? driverPartsOf(p) : null,
+    driver: null,
+  };
 }
 
 function toPod(p: V1Pod, controllerKind: string | null, controllerName: string | null): PodSnapshot {

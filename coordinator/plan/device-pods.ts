@@ -26,6 +26,12 @@ export function usesDevice(pod: PodSnapshot, policy: DevicePodPolicy): boolean {
 
 /** Pods listed as "ns/name", at most `limit` of them, then "and N more". */
 export function listPods(pods: readonly { readonly namespace: string; readonly name: string }[], limit = 5): string {
-  const shown = pods.slice(0, limit).map((p) => `${p.namespace}/${p.name}`);
-  return pods.length > limit ? `${shown.join(', ')} and ${pods.length - limit} more` : shown.join(', ');
+  let text = '';
+  // As pods.slice(0, limit): a negative limit counts from the end.
+  const shown = limit >= 0 ? Math.min(limit, pods.length) : Math.max(pods.length + limit, 0);
+  for (let i = 0; i < shown; i++) {
+    const p = pods[i];
+    if (p !== undefined) text += i === 0 ? `${p.namespace}/${p.name}` : `, ${p.namespace}/${p.name}`;
+  }
+  return pods.length > limit ? `${text} and ${pods.length - limit} more` : text;
 }

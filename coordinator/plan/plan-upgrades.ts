@@ -296,7 +296,7 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
     node: name,
     type: 'Normal',
     reason: ctx.policy.eventReason,
-    message: `Successfully updated node state label to [${result.to}]`,
+    message: stateLabelMessage(result.to),
     reportsState: result.to,
   };
   actions.push(event);
@@ -305,6 +305,15 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
   }
   addActions(record, [...actions, ...(result.after ?? [])]);
   return event;
+}
+
+const stateLabelMessages = new Map<UpgradeState, string>();
+
+/** One string per state for the thousands of Events a pass may emit. */
+function stateLabelMessage(state: UpgradeState): string {
+  let message = stateLabelMessages.get(state);
+  if (message === undefined) stateLabelMessages.set(state, (message = `Successfully updated node state label to [${state}]`));
+  return message;
 }
 
 function addActions(record: NodeRecord, actions: readonly NodeAction[]): void {

@@ -24,9 +24,11 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const states = Object.fromEntries(UPGRADE_STATES.map((s) => [s, 0])) as Record<UpgradeState, number>;
   const perPool = new Map<string, { done: number; failed: number; pending: number; upgrading: number; unavailable: number }>();
   for (const b of budgets.keys()) perPool.set(b, { done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 });
+  let inProgress = 0;
   for (const { node } of records) {
     const state = node.view.state;
     states[state]++;
+    if (isInProgress(state)) inProgress++;
     if (node.pool.kind !== 'pool') continue;
     const counts = perPool.get(node.pool.pool.name);
     if (counts === undefined) continue;
@@ -56,7 +58,6 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const done = states['upgrade-done'];
   const failed = states['upgrade-failed'];
   const pending = states['upgrade-required'];
-  const inProgress = records.filter((r) => isInProgress(r.node.view.state)).length;
   const paused = !policy.autoUpgrade;
   const stopped = policy.stop;
   const available = paused || halted || stopped ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
@@ -99,10 +100,12 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
 
 /** Nodes whose agent labelled the next-kernel preflight failed (the keys are the agent's, OWN_KEY_DOMAIN), by name. */
 function nextKernelFailing(records: readonly NodeRecord[], keys: DriverKeys): RolloutStatus['nextKernelFailing'] {
-  return records
-    .map((r) => r.node.view.snapshot)
-    .filter((n) => n.labels[keys.nextKernel] === NEXT_KERNEL_FAILED)
-    .map((n) => ({ node: n.name, kernel: n.labels[keys.nextKernelFailed] ?? '' }))
+  const failing: { node: string; kernel: string }[] = [];
+  for (const r of records) {
+    const n = r.node.view.snapshot;
+    if (n.labels[keys.nextKernel] === NEXT_KERNEL_FAILED) failing.push({ node: n.name, kernel: n.labels[keys.nextKernelFailed] ?? '' });
+  }
+  return failing
     .sort((a, b) => (a.node < b.node ? -1 : 1))
     .slice(0, MAX_WAITING_IN_STATUS);
 }
@@ -115,10 +118,24 @@ function firstWaiting(records: readonly NodeRecord[]): RolloutStatus['waiting'] 
     if (r.reason === null) continue;
     (ROLLOUT_WIDE.has(r.reason.code) ? wide : specific).push(r);
   }
-  const byName = (a: NodeRecord, b: NodeRecord): number => (a.node.view.snapshot.name < b.node.view.snapshot.name ? -1 : 1);
-  return [...specific.sort(byName), ...wide.sort(byName)]
+  return [...sortedByName(specific).slice(0, MAX_WAITING_IN_STATUS), ...sortedByName(wide).slice(0, MAX_WAITING_IN_STATUS)]
     .slice(0, MAX_WAITING_IN_STATUS)
     .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.message ?? '' }));
+}
+
+const byName = (a: NodeRecord, b: NodeRecord): number => (a.node.view.snapshot.name < b.node.view.snapshot.name ? -1 : 1);
+
+/**
+ * `records` sorted byName. Records come in the snapshot's order, by name (build-snapshot.ts): a list
+ * already in order is left as it is, which is what the sort makes of it (a run in order stays as it is).
+ */
+function sortedByName(records: NodeRecord[]): NodeRecord[] {
+  for (let i = 1; i < records.length; i++) {
+    const a = records[i - 1];
+    const b = records[i];
+    if (a !== undefined && b !== undefined && byName(b, a) < 0) return records.sort(byName);
+  }
+  return records;
 }
 
 function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean; stopped: boolean }): RolloutCondition {

@@ -41,9 +41,10 @@ function drainReason(refusals: readonly string[], blocks: readonly string[], pod
   if (blocks.length > 0) {
     return { code: 'eviction-blocked', message: blocks.join('; '), detail: `${blocks.join('; ')} ${progress}` };
   }
+  const listed = listPods(pods);
   return {
     code: 'waiting-for-eviction',
-    message: `draining: waiting for ${listPods(pods)} to leave (${timeoutText(timeoutSeconds)})`,
-    detail: `draining: waiting for ${listPods(pods)} to leave ${progress}`,
+    message: `draining: waiting for ${listed} to leave (${timeoutText(timeoutSeconds)})`,
+    detail: `draining: waiting for ${listed} to leave ${progress}`,
   };
 }

@@ -2,7 +2,7 @@ import type { DriverRolloutPolicy } from '../../policy/driver-rollout-spec.ts';
 import { isNeverRemoved, listPods, usesDevice } from '../device-pods.ts';
 import { dueEvictions, evictionBlocks } from '../evictions.ts';
 import type { PodSnapshot } from '../snapshot.ts';
-import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext, type StepResult } from '../step.ts';
+import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type Reason, type StateHandler, type StepContext, type StepResult } from '../step.ts';
 
 /**
  * Evict the pods that use the device, through the Eviction API (PodDisruptionBudgets hold, as
@@ -31,13 +31,17 @@ export const handlePodDeletion: StateHandler = (node, ctx) => {
   const due = dueEvictions(node.view.snapshot.name, devicePods, ctx, timer.deadline);
   const reason = blocks.length > 0
     ? { code: 'eviction-blocked' as const, message: `evicting device pods: ${blocks.join('; ')}`, detail: `evicting device pods: ${blocks.join('; ')} ${timer.progress}` }
-    : {
-        code: 'waiting-for-pod-deletion' as const,
-        message: `waiting for device pods to terminate: ${listPods(devicePods)} (${timeoutText(settings.timeoutSeconds)})`,
-        detail: `waiting for device pods to terminate: ${listPods(devicePods)} ${timer.progress}`,
-      };
+    : waitingForDeletion(listPods(devicePods), settings.timeoutSeconds, timer.progress);
   return wait(reason, [...timer.actions, ...due.actions], due.wakeAt);
 };
+
+function waitingForDeletion(listed: string, timeoutSeconds: number, progress: string): Reason {
+  return {
+    code: 'waiting-for-pod-deletion',
+    message: `waiting for device pods to terminate: ${listed} (${timeoutText(timeoutSeconds)})`,
+    detail: `waiting for device pods to terminate: ${listed} ${progress}`,
+  };
+}
 
 function deletionRefusal(pod: PodSnapshot, settings: NonNullable<DriverRolloutPolicy['podDeletion']>): string | null {
   if (pod.controllerKind === null && !settings.force) return 'not managed by a controller; set podDeletion.force';

@@ -51,14 +51,15 @@ function restartDriver(node: NodeContext, ctx: StepContext): StepResult {
   const held = restartOnly ? null : holdForDeviceUsers(node, ctx, timer);
   if (held !== null) return held;
   if (driver.outOfDate.length > 0) {
-    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: out-of-date driver pod ${listPods(driver.outOfDate)} still terminating`);
+    const outOfDate = listPods(driver.outOfDate);
+    if (timer.expired) return fail(node, ctx, `${expired(ctx)}: out-of-date driver pod ${outOfDate} still terminating`);
     const deletes: NodeAction[] = driver.outOfDate.map((p) => ({
       kind: 'deleteDriverPod',
       node: name,
       pod: { namespace: p.namespace, name: p.name, uid: p.uid },
     }));
     return wait(
-      { code: 'waiting-for-driver-pod', message: `restarting out-of-date driver pod ${listPods(driver.outOfDate)}`, detail: `deleting out-of-date driver pod ${listPods(driver.outOfDate)} ${timer.progress}` },
+      { code: 'waiting-for-driver-pod', message: `restarting out-of-date driver pod ${outOfDate}`, detail: `deleting out-of-date driver pod ${outOfDate} ${timer.progress}` },
       [...timer.actions, ...deletes],
       timer.deadline,
     );

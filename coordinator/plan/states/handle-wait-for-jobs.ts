@@ -12,14 +12,15 @@ export const handleWaitForJobs: StateHandler = (node, ctx) => {
   const jobs = node.view.snapshot.pods.filter((p) => !isTerminal(p) && matchesSelector(podSelector, p.labels));
   if (jobs.length === 0) return advance('pod-deletion-required', true);
   const timer = readTimer(node, ctx, ctx.policy.keys.waitForPodCompletionStartTime, timeoutSeconds);
+  const listed = listPods(jobs);
   if (timer.expired) {
-    return advance('pod-deletion-required', true, [], `gave up waiting for job pods after ${timeoutSeconds}s: ${listPods(jobs)}`);
+    return advance('pod-deletion-required', true, [], `gave up waiting for job pods after ${timeoutSeconds}s: ${listed}`);
   }
   return wait(
     {
       code: 'waiting-for-jobs',
-      message: `waiting for job pods: ${listPods(jobs)} (${timeoutText(timeoutSeconds)})`,
-      detail: `waiting for job pods: ${listPods(jobs)} ${timer.progress}`,
+      message: `waiting for job pods: ${listed} (${timeoutText(timeoutSeconds)})`,
+      detail: `waiting for job pods: ${listed} ${timer.progress}`,
     },
     timer.actions,
     timer.deadline,

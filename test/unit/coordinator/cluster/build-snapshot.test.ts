@@ -156,6 +156,57 @@ describe('buildSnapshot', () => {
     expect(buildSnapshot(rollout, policy, { caches, ...empty }).nodes.map((n) => n.name)).toEqual(['cpu-only', 'fresh', 'gpu-1', 'gpu-2', 'left-over']);
   });
 
+  it('keeps the nodes in name order as nodes come and go, and forgets a node no longer read', () => {
+    const caches = world();
+    const names = () => buildSnapshot(rollout, policy, { caches, ...empty }).nodes.map((n) => n.name);
+    expect(names()).toEqual(['fresh', 'gpu-1', 'gpu-2', 'left-over']);
+    caches.nodes.put(aNode('aaa', { labels: { [keys.upgradeState]: 'upgrade-done' } }));
+    expect(names()).toEqual(['aaa', 'fresh', 'gpu-1', 'gpu-2', 'left-over']);
+    caches.nodes.remove('', 'gpu-1');
+    expect(names()).toEqual(['aaa', 'fresh', 'gpu-2', 'left-over']);
+    // Back with the same name: made from the new object, not the one read before it went.
+    caches.nodes.put(aNode('gpu-1', { unschedulable: true }));
+    const back = buildSnapshot(rollout, policy, { caches, ...empty });
+    expect(back.nodes.map((n) => n.name)).toEqual(['aaa', 'fresh', 'gpu-1', 'gpu-2', 'left-over']);
+    expect(back.nodes.find((n) => n.name === 'gpu-1')?.unschedulable).toBe(true);
+    // The same names in another cache order: still by name.
+    caches.nodes.remove('', 'aaa');
+    caches.nodes.put(aNode('aaa', { labels: { [keys.upgradeState]: 'upgrade-done' } }));
+    expect(names()).toEqual(['aaa', 'fresh', 'gpu-1', 'gpu-2', 'left-over']);
+  });
+
+  it('switches at once between the written copy and the cache, and reuses neither when the other is newer', () => {
+    const caches = world();
+    const written = aNode('gpu-1', { rv: '11', labels: { [keys.upgradeState]: 'cordon-required' } });
+    const read = (w: Map<string, ReturnType<typeof aNode>>) => buildSnapshot(rollout, policy, { caches, writtenNodes: w, evictionBlocked: new Map() }).nodes.find((n) => n.name === 'gpu-1');
+    expect(read(new Map())?.labels[keys.upgradeState]).toBeUndefined();
+    const fromWritten = read(new Map([['gpu-1', written]]));
+    expect(fromWritten?.labels[keys.upgradeState]).toBe('cordon-required');
+    expect(fromWritten?.driverPods.map((p) => p.name)).toEqual(['driver-gpu-1']);
+    caches.nodes.put(aNode('gpu-1', { rv: '12', labels: { [keys.upgradeState]: 'wait-for-jobs-required' } }));
+    expect(read(new Map([['gpu-1', written]]))?.labels[keys.upgradeState]).toBe('wait-for-jobs-required');
+  });
+
+  it('keeps what two rollouts read of the same nodes apart', () => {
+    const other = parseDriverRolloutSpec({ driverName: 'nic', selector: { matchLabels: { app: 'nvidia-driver' } } });
+    if (!other.ok) throw new Error('fixture policy is invalid');
+    const caches = world();
+    const gpu = buildSnapshot(rollout, policy, { caches, ...empty });
+    const nic = buildSnapshot(rollout, other.policy, { caches, ...empty });
+    // left-over and fresh carry the gpu driver's keys only.
+    expect(nic.nodes.map((n) => n.name)).toEqual(['gpu-1', 'gpu-2']);
+    expect(buildSnapshot(rollout, policy, { caches, ...empty }).nodes).toEqual(gpu.nodes);
+    const failing = aDriverPod(driver, 'gpu-2', 'new', {
+      ready: false,
+      status: { conditions: [{ type: keys.driverReadyCondition, status: 'False', reason: 'CompileFailed', message: 'x' }] },
+    });
+    caches.pods.put(failing);
+    const byGpu = buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-2')?.driverPods[0];
+    const byNic = buildSnapshot(rollout, other.policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-2')?.driverPods[0];
+    expect(byGpu?.agentCondition).toEqual({ status: 'False', reason: 'CompileFailed', message: 'x' });
+    expect(byNic?.agentCondition).toBeNull();
+  });
+
   it('shows a refused eviction on its pod without keeping it in the reused snapshot', () => {
     const caches = world();
     const uid = buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.uid ?? '';
