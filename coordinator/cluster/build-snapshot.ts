@@ -138,7 +138,7 @@ function nodeSnapshotOf(memo: SnapshotMemo, name: string, node: V1Node, bucket: 
   const split = entry?.bucket === bucket ? entry.split : podsOn(bucket, drivers);
   const loadedDriver = entry?.node === node ? entry.snapshot.loadedDriver : loadedDriverOf(node, loadedKey);
   const facts = nodeFactsOf(node);
-  const snapshot: NodeSnapshot = { name: facts.name, labels: facts.labels, annotations: facts.annotations, unschedulable: facts.unschedulable, ready: facts.ready, driverPods: split.driverPods, pods: split.pods, loadedDriver };
+  const snapshot: NodeSnapshot = { name: facts.name, labels: facts.labels, annotations: facts.annotations, unschedulable: facts.unschedulable, ready: facts.ready, notReady: facts.notReady, driverPods: split.driverPods, pods: split.pods, loadedDriver };
   if (entry === undefined) memo.nodes.set(name, { node, bucket, split, snapshot, seen: memo.pass });
   else {
     entry.node = node;
