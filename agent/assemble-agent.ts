@@ -23,7 +23,7 @@ import { findInstalledKernels } from './build/find-installed-kernels.ts';
 import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import { runAgent } from './run-agent.ts';
-import { SIMULATED_KERNEL_UNAVAILABLE } from './simulated-kernel-unavailable.ts';
+import { NO_SIMULATED_KERNEL } from './no-simulated-kernel.ts';
 
 /**
  * Builds the kernel adapter for `--kernel simulated`. Production has none: the simulated kernel
@@ -155,7 +155,7 @@ async function createKernel(
 ): Promise<KernelPort> {
   if (config.kernelAdapter === 'real') return createRealKernel({ sysModuleDir: join(config.sysfsRoot, 'module'), logger: log });
   if (simulatedKernel === undefined) {
-    throw new ConfigError('agent configuration', [SIMULATED_KERNEL_UNAVAILABLE]);
+    throw new ConfigError('agent configuration', [NO_SIMULATED_KERNEL]);
   }
   return await simulatedKernel(config, hostInfo, log);
 }

@@ -5,7 +5,7 @@ import type { SimulatedKernelFactory } from './assemble-agent.ts';
 import type { AgentConfig } from './config/agent-config.ts';
 import { agentSettings, parseAgentConfig } from './config/parse-agent-config.ts';
 import { removeReadyFileSync } from './report/ready-file.ts';
-import { SIMULATED_KERNEL_UNAVAILABLE } from './simulated-kernel-unavailable.ts';
+import { NO_SIMULATED_KERNEL } from './no-simulated-kernel.ts';
 
 /**
  * The node agent: `node agent/main.ts [--flag value ...]` (every flag is also an environment
@@ -30,7 +30,7 @@ export async function agentMain(options: { readonly simulatedKernel?: SimulatedK
   try {
     config = parseAgentConfig(process.argv.slice(2), process.env);
     if (config.kernelAdapter === 'simulated' && options.simulatedKernel === undefined) {
-      throw new ConfigError('agent configuration', [SIMULATED_KERNEL_UNAVAILABLE]);
+      throw new ConfigError('agent configuration', [NO_SIMULATED_KERNEL]);
     }
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
