@@ -19,6 +19,8 @@ export interface CoordinatorHandle {
   readonly port: number;
   /** Settles when the coordinator has stopped (after `signal` aborted): lease released, servers closed. */
   readonly done: Promise<void>;
+  /** What `done` still waits for (for a report when a stop takes too long); undefined once settled. */
+  pendingStop(): string | undefined;
 }
 
 /**
@@ -33,6 +35,8 @@ export async function runCoordinator(
 ): Promise<CoordinatorHandle> {
   const { kc, logger } = deps;
   const metrics = new CoordinatorMetrics();
+  let stopStage: 'election' | 'caches' | 'http' | undefined = 'election';
+  let isLeading = false;
   let onChange: (kind: CacheKind, object?: KubernetesObject) => void = () => undefined;
   const caches = startClusterCaches({ kc, namespaces: config.namespaces, logger, onChange: (kind, object) => { onChange(kind, object); } });
   const reconciler = createReconciler({
@@ -63,9 +67,11 @@ export async function runCoordinator(
       logger,
       lead: async (leading) => {
         metrics.setLeader(true);
+        isLeading = true;
         try {
           await reconciler.run(leading);
         } finally {
+          isLeading = false;
           metrics.setLeader(false);
         }
       },
@@ -74,8 +80,23 @@ export async function runCoordinator(
   );
   const done = (async () => {
     await election;
+    stopStage = 'caches';
     await caches.stop();
+    stopStage = 'http';
     await http.closed;
+    stopStage = undefined;
   })();
-  return { port: http.port, done };
+  const pendingStop = (): string | undefined => {
+    switch (stopStage) {
+      case 'election':
+        return isLeading ? 'leader election: the leader\'s work (reconcile loop) has not returned' : 'leader election has not returned (not leading)';
+      case 'caches':
+        return 'stopping the informer caches';
+      case 'http':
+        return 'closing the HTTP server';
+      default:
+        return undefined;
+    }
+  };
+  return { port: http.port, done, pendingStop };
 }

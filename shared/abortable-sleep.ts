@@ -34,3 +34,8 @@ export function abortReason(signal: AbortSignal): Error {
   const reason: unknown = signal.reason;
   return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`);
 }
+
+/** `signal.aborted` read through a call: the signal flips while awaiting, which TypeScript's narrowing cannot see. */
+export function isAborted(signal: AbortSignal): boolean {
+  return signal.aborted;
+}

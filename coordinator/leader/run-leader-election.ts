@@ -1,6 +1,6 @@
 import type { Logger } from '../../shared/logger.ts';
 import { toError } from '../../shared/errors.ts';
-import { abortableSleep } from '../../shared/abortable-sleep.ts';
+import { abortableSleep, isAborted } from '../../shared/abortable-sleep.ts';
 import { decideLeaseAction, releasedLeaseSpec, type LeaseObservation } from './decide-lease-action.ts';
 import { LeaseConflictError, type LeasePort, type LeaseRecord } from './lease-port.ts';
 
@@ -63,6 +63,13 @@ export async function runLeaderElection(options: LeaderElectionOptions, signal: 
     if ((await attempt()) !== 'held') {
       await abortableSleep(options.retryPeriodMs, signal);
       continue;
+    }
+    // The program stopped while this attempt was under way (e.g. re-campaigning right after a lost
+    // term): an abort listener added now would never fire, so this replica would lead, and its
+    // caller's stop wait, for ever. Give the Lease back instead of leading.
+    if (isAborted(signal)) {
+      await release(options, current, now(), log);
+      break;
     }
     log.info({ identity: options.identity }, 'became leader');
     const leading = new AbortController();

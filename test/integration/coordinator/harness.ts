@@ -36,6 +36,8 @@ import { waitUntil } from '../../bed/wait-until.ts';
 export const TEST_NODE_LABEL = 'driver-rollout.test/id';
 export const CRD_PATH = new URL('../../../manifests/driverrollout-crd.yaml', import.meta.url);
 export const CRD_NAME = `${DRIVER_ROLLOUT_PLURAL}.${DRIVER_ROLLOUT_GROUP}`;
+/** A coordinator's stop that takes longer than this is a hang (in-flight writes end within their 30 s request timeouts, the lease release within the renew deadline). */
+const STOP_HANG_MS = 120_000;
 const crd = { group: DRIVER_ROLLOUT_GROUP, version: DRIVER_ROLLOUT_VERSION, plural: DRIVER_ROLLOUT_PLURAL };
 
 /** Installs manifests/driverrollout-crd.yaml (once per cluster) and waits until it is Established. */
@@ -196,7 +198,19 @@ export class RolloutWorld {
       if (stopped) return;
       stopped = true;
       abort.abort();
-      await handle.done;
+      // A stop must always finish; when one does not, fail naming the stage instead of running
+      // into the test's hook timeout. The bound only catches a hang.
+      let timer: NodeJS.Timeout | undefined;
+      const hung = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          reject(new Error(`the coordinator did not stop within ${STOP_HANG_MS / 1000} s; pending: ${handle.pendingStop() ?? 'nothing'}`));
+        }, STOP_HANG_MS);
+      });
+      try {
+        await Promise.race([handle.done, hung]);
+      } finally {
+        clearTimeout(timer);
+      }
     };
     this.stops.push(stop);
     return { port: handle.port, stop };

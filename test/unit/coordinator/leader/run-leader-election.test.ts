@@ -15,6 +15,12 @@ interface Replica {
   partitioned: boolean;
   /** While true every Lease request hangs forever, like a dead TCP connection with no timeout. */
   hung: boolean;
+  /** While set, every Lease request waits for it before it goes through (a slow API server). */
+  gate: Promise<void> | undefined;
+  /** Lease requests waiting at the gate. */
+  atGate: number;
+  /** Whether `done` has settled. */
+  stopped: boolean;
   readonly stop: AbortController;
   done: Promise<void>;
 }
@@ -26,9 +32,17 @@ const replicas: Replica[] = [];
 function startReplica(store: InMemoryLeaseStore, name: string): Replica {
   const inner = store.port();
   const stop = new AbortController();
-  const replica: Replica = { name, leading: false, partitioned: false, hung: false, stop, done: Promise.resolve() };
+  const replica: Replica = { name, leading: false, partitioned: false, hung: false, gate: undefined, atGate: 0, stopped: false, stop, done: Promise.resolve() };
   const guard = <T>(call: () => Promise<T>): Promise<T> => {
     if (replica.hung) return new Promise<T>(() => undefined);
+    const gate = replica.gate;
+    if (gate !== undefined) {
+      replica.atGate += 1;
+      return gate.then(() => {
+        replica.atGate -= 1;
+        return call();
+      });
+    }
     return replica.partitioned ? Promise.reject(new DriverRolloutError('partitioned')) : call();
   };
   const port: LeasePort = {
@@ -55,7 +69,9 @@ function startReplica(store: InMemoryLeaseStore, name: string): Replica {
       },
     },
     stop.signal,
-  );
+  ).finally(() => {
+    replica.stopped = true;
+  });
   replicas.push(replica);
   return replica;
 }
@@ -143,5 +159,29 @@ describe('runLeaderElection (in-memory Lease with API-server concurrency rules)'
     a.partitioned = false;
     await waitFor(() => a.leading, 2_000);
     expect(store.record?.holderIdentity).toBe('a');
+  });
+
+  it('stops (and gives the Lease back) when told to stop while it campaigns again after losing leadership', async () => {
+    // Seen in an integration run: the coordinator lost its 2 s test lease under load, re-campaigned,
+    // and the test's tearDown aborted while that attempt was under way; the attempt then won the
+    // Lease back and the replica led for good (its abort listener was added after the abort), so
+    // its stop never finished.
+    const store = new InMemoryLeaseStore();
+    const a = startReplica(store, 'a');
+    await waitFor(() => a.leading, 1_000);
+    a.hung = true;
+    await waitFor(() => !a.leading, 1_500);
+    let open: () => void = () => undefined;
+    a.gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    a.hung = false;
+    await waitFor(() => a.atGate > 0, 2_000);
+    a.stop.abort();
+    open();
+    // A bound that only catches a hang: the stop needs one Lease write at most.
+    await waitFor(() => a.stopped, 10_000);
+    expect(a.leading).toBe(false);
+    expect(store.record?.holderIdentity).toBe('');
   });
 });
