@@ -5,7 +5,7 @@ import { matchesSelector } from '../policy/label-selector.ts';
 import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
 import { ObjectMemo } from './object-memo.ts';
-import { driverPodSnapshotOf, loadedDriverOf, nodeFactsOf, pdbSnapshotOf, podFactsOf, templateFingerprintOf } from './snapshot-of-object.ts';
+import { driverPodSnapshotOf, mayBeDriverPod, loadedDriverOf, nodeFactsOf, pdbSnapshotOf, podFactsOf, templateFingerprintOf } from './snapshot-of-object.ts';
 
 export interface SnapshotInputs {
   readonly caches: Pick<ClusterCaches, 'nodes' | 'pods' | 'daemonSets' | 'revisions' | 'pdbs'>;
@@ -119,9 +119,9 @@ interface NodeEntry {
 class SnapshotMemo {
   pass = 0;
   readonly nodes = new Map<string, NodeEntry>();
-  /** Managed node names in the cache's order, and `order[i]`: the index in that list of the i-th by name. */
+  /** Managed node names in the cache's order, and `order[i]`: the index in that list of the i-th by name (null: the cache's order is by name). */
   names: readonly string[] = [];
-  order: readonly number[] = [];
+  order: readonly number[] | null = null;
 
   forgetUnseen(read: number): void {
     if (this.nodes.size <= read) return;
@@ -152,17 +152,32 @@ function nodeSnapshotOf(memo: SnapshotMemo, name: string, node: V1Node, bucket: 
 
 /** `bucket`: the node's pods as the cache lists them (byIndex BY_NODE). */
 function podsOn(bucket: readonly V1Pod[], drivers: DriverSet): NodePods {
-  const driverPods: { readonly order: number; readonly pod: DriverPodSnapshot }[] = [];
+  let driverPods: DriverPodSnapshot[] | null = null;
+  let orders: number[] | null = null;
   const pods: PodSnapshot[] = [];
   for (const pod of bucket) {
     const facts = podFactsOf(pod);
-    const ds = facts.controllerUid === '' ? undefined : drivers.byUid.get(facts.controllerUid);
+    // No lookup for the pods of other controllers (mayBeDriverPod).
+    const ds = mayBeDriverPod(facts) ? drivers.byUid.get(facts.controllerUid) : undefined;
     if (ds === undefined) pods.push(facts.snapshot);
-    else driverPods.push({ order: ds.order, pod: driverPodSnapshotOf(pod, ds.name, drivers.conditionType) });
+    else {
+      (driverPods ??= []).push(driverPodSnapshotOf(pod, ds.name, drivers.conditionType));
+      (orders ??= []).push(ds.order);
+    }
   }
-  // DaemonSet by DaemonSet, each in the cache's order (Array.prototype.sort is stable).
-  if (driverPods.length > 1) driverPods.sort((a, b) => a.order - b.order);
-  return { driverPods: driverPods.map((d) => d.pod), pods };
+  if (driverPods === null || orders === null) return { driverPods: NO_DRIVER_PODS, pods };
+  return { driverPods: inDaemonSetOrder(driverPods, orders), pods };
+}
+
+const NO_DRIVER_PODS: readonly DriverPodSnapshot[] = [];
+
+/** DaemonSet by DaemonSet (`orders[i]`: the place of pod i's DaemonSet), each in the cache's order; the list itself when already so. */
+function inDaemonSetOrder(driverPods: DriverPodSnapshot[], orders: readonly number[]): readonly DriverPodSnapshot[] {
+  let sorted = true;
+  for (let i = 1; i < orders.length && sorted; i++) sorted = (orders[i - 1] ?? 0) <= (orders[i] ?? 0);
+  if (sorted) return driverPods;
+  // Array.prototype.sort is stable.
+  return driverPods.map((pod, i) => ({ pod, order: orders[i] ?? 0 })).sort((a, b) => a.order - b.order).map((d) => d.pod);
 }
 
 /** The executor's refused evictions, on their pods (memory only, so never memoised). */
@@ -190,7 +205,7 @@ function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['cache
   const withDriverPod: ReadonlySet<string>[] = [];
   for (const uid of drivers.byUid.keys()) {
     const bucket = caches.pods.byIndex(BY_CONTROLLER, uid);
-    withDriverPod.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, new Set(bucket.map((p) => p.spec?.nodeName ?? '').filter((n) => n !== ''))));
+    withDriverPod.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, nodeNamesOf(bucket)));
   }
   const { upgradeState, waitForSafeLoad } = policy.keys;
   const names: string[] = [];
@@ -205,9 +220,25 @@ function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['cache
   }
   if (!sameNames || names.length !== memo.names.length) {
     memo.names = names;
-    memo.order = names.map((_, i) => i).sort((a, b) => compareStrings(names[a] ?? '', names[b] ?? ''));
+    memo.order = isSortedByName(names) ? null : names.map((_, i) => i).sort((a, b) => compareStrings(names[a] ?? '', names[b] ?? ''));
   }
-  return memo.order.map((i) => managed[i] as V1Node);
+  // The API server lists nodes by name, so the cache's order is usually the sorted one already.
+  const order = memo.order;
+  return order === null ? managed : order.map((i) => managed[i] as V1Node);
+}
+
+function nodeNamesOf(pods: readonly V1Pod[]): ReadonlySet<string> {
+  const names = new Set<string>();
+  for (const pod of pods) {
+    const name = pod.spec?.nodeName ?? '';
+    if (name !== '') names.add(name);
+  }
+  return names;
+}
+
+function isSortedByName(names: readonly string[]): boolean {
+  for (let i = 1; i < names.length; i++) if (compareStrings(names[i - 1] ?? '', names[i] ?? '') > 0) return false;
+  return true;
 }
 
 function isManaged(node: V1Node, name: string, withDriverPod: readonly ReadonlySet<string>[], upgradeState: string, waitForSafeLoad: string): boolean {

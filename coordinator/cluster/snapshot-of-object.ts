@@ -82,6 +82,15 @@ export function driverPodSnapshotOf(pod: V1Pod, daemonSet: string, conditionType
   return snapshot;
 }
 
+/**
+ * Whether the pod may be a driver pod, i.e. its controller is a DaemonSet (or it has been read as
+ * one before): a driver pod's controller uid is its DaemonSet's, and uids are unique, so a pod
+ * whose controller reference names another kind is never one. `facts` from podFactsOf.
+ */
+export function mayBeDriverPod(facts: PodFacts): boolean {
+  return (facts as PodRecord).driverParts !== null;
+}
+
 /** The agent's loaded-driver annotation `key`, parsed (not memoised here: build-snapshot.ts keeps it with the node's snapshot). */
 export function loadedDriverOf(node: V1Node, key: string): LoadedDriverSnapshot | null {
   return parseLoadedDriver(node.metadata?.annotations?.[key]);

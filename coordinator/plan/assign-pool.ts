@@ -23,5 +23,14 @@ export function assignPool(labels: Readonly<Record<string, string>>, policy: Dri
     conflict.push(pool.name);
   }
   if (conflict !== null) return { kind: 'conflict', pools: conflict };
-  return { kind: 'pool', pool: match ?? policy.defaultPool };
+  return membershipOf(match ?? policy.defaultPool);
+}
+
+/** One assignment object per pool, shared by its thousands of nodes (assignments are never modified). */
+const memberships = new WeakMap<PoolPolicy, PoolAssignment>();
+
+function membershipOf(pool: PoolPolicy): PoolAssignment {
+  let membership = memberships.get(pool);
+  if (membership === undefined) memberships.set(pool, (membership = { kind: 'pool', pool }));
+  return membership;
 }

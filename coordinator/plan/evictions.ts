@@ -13,7 +13,8 @@ export const EVICTION_RETRY_MS = 5_000;
 
 /** Why evicting the pod is (or is likely) refused: a PDB with no disruption allowed, or the API's last refusal. */
 export function evictionBlock(pod: PodSnapshot, ctx: StepContext): string | null {
-  const pdb = blockingPdb(pod, ctx.pdbsByNamespace.get(pod.namespace) ?? []);
+  const pdbs = ctx.pdbsByNamespace.get(pod.namespace);
+  const pdb = pdbs === undefined ? null : blockingPdb(pod, pdbs);
   if (pdb !== null) return `PDB ${pdb.namespace}/${pdb.name} blocks eviction of ${pod.namespace}/${pod.name}`;
   if (pod.evictionBlocked !== undefined) return `eviction of ${pod.namespace}/${pod.name} refused: ${pod.evictionBlocked.message}`;
   return null;
@@ -21,10 +22,13 @@ export function evictionBlock(pod: PodSnapshot, ctx: StepContext): string | null
 
 /** The blocks of every pod not yet terminating, in order. */
 export function evictionBlocks(pods: readonly PodSnapshot[], ctx: StepContext): string[] {
-  return pods.filter((p) => !p.deleting).flatMap((p) => {
+  const blocks: string[] = [];
+  for (const p of pods) {
+    if (p.deleting) continue;
     const why = evictionBlock(p, ctx);
-    return why === null ? [] : [why];
-  });
+    if (why !== null) blocks.push(why);
+  }
+  return blocks;
 }
 
 /**

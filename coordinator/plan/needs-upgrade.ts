@@ -28,21 +28,23 @@ export function isInUpgradeCycle(annotations: Readonly<Record<string, string>>, 
 
 /** Timer annotations owned by a state, removed when the node leaves that state. */
 export function timerKeysOf(state: string, keys: DriverKeys): readonly string[] {
-  switch (state) {
-    case 'wait-for-jobs-required':
-      return [keys.waitForPodCompletionStartTime];
-    case 'pod-deletion-required':
-      return [keys.podDeletionStartTime];
-    case 'drain-required':
-      return [keys.drainStartTime];
-    case 'pod-restart-required':
-      return [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime, keys.clientsRecreated];
-    case 'validation-required':
-      return [keys.validationStartTime];
-    default:
-      return [];
+  // Made once per key set: a pass asks for them on every transition of thousands of nodes.
+  let byState = timerKeys.get(keys);
+  if (byState === undefined) {
+    byState = new Map<string, readonly string[]>([
+      ['wait-for-jobs-required', [keys.waitForPodCompletionStartTime]],
+      ['pod-deletion-required', [keys.podDeletionStartTime]],
+      ['drain-required', [keys.drainStartTime]],
+      ['pod-restart-required', [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime, keys.clientsRecreated]],
+      ['validation-required', [keys.validationStartTime]],
+    ]);
+    timerKeys.set(keys, byState);
   }
+  return byState.get(state) ?? NO_KEYS;
 }
+
+const NO_KEYS: readonly string[] = [];
+const timerKeys = new WeakMap<DriverKeys, ReadonlyMap<string, readonly string[]>>();
 
 const cycleKeys = new WeakMap<DriverKeys, readonly string[]>();
 
@@ -73,7 +75,9 @@ export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
  * time, so a crash in between never leaves a node that looks mid-cycle with its admin cordon forgotten).
  */
 export function cycleClosingRemovals(annotations: Readonly<Record<string, string>>, node: string, keys: DriverKeys): RemoveAnnotationAction[] {
-  return [...cycleAnnotationKeys(keys), keys.failedRevision, keys.initialStateUnschedulable]
-    .filter((key) => annotations[key] !== undefined)
-    .map((key) => ({ kind: 'removeAnnotation', node, key }));
+  const removals: RemoveAnnotationAction[] = [];
+  for (const key of cycleAnnotationKeys(keys)) if (annotations[key] !== undefined) removals.push({ kind: 'removeAnnotation', node, key });
+  if (annotations[keys.failedRevision] !== undefined) removals.push({ kind: 'removeAnnotation', node, key: keys.failedRevision });
+  if (annotations[keys.initialStateUnschedulable] !== undefined) removals.push({ kind: 'removeAnnotation', node, key: keys.initialStateUnschedulable });
+  return removals;
 }

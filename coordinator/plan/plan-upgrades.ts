@@ -189,7 +189,8 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
     if (key !== keys.upgradeStartTime && a[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
   }
   if (!isInUpgradeCycle(a, keys)) {
-    if (isCordonedByAdmin(node.view.unschedulable, otherDriverHolds(node.view.labels, a, keys))) {
+    // Other drivers' holds matter only for a cordoned node (isCordonedByAdmin).
+    if (node.view.unschedulable && isCordonedByAdmin(true, otherDriverHolds(node.view.labels, a, keys))) {
       actions.push({ kind: 'setAnnotation', node: name, key: keys.initialStateUnschedulable, value: 'true' });
     }
     else if (a[keys.initialStateUnschedulable] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key: keys.initialStateUnschedulable });
@@ -303,7 +304,8 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
   if (result.warning !== undefined) {
     actions.push({ kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message: result.warning });
   }
-  addActions(record, [...actions, ...(result.after ?? [])]);
+  addActions(record, actions);
+  if (result.after !== undefined) addActions(record, result.after);
   return event;
 }
 

@@ -112,30 +112,33 @@ function nextKernelFailing(records: readonly NodeRecord[], keys: DriverKeys): Ro
 
 /** Node-specific waits first, then rollout-wide ones (no slot, paused…), each by name; at most MAX_WAITING_IN_STATUS. */
 function firstWaiting(records: readonly NodeRecord[]): RolloutStatus['waiting'] {
+  // Records come in the snapshot's order, by name (build-snapshot.ts): then the first few of each
+  // kind are the ones the sort would put first, and nothing more is collected or sorted.
+  const sorted = isSortedByName(records);
+  const limit = sorted ? MAX_WAITING_IN_STATUS : Number.POSITIVE_INFINITY;
   const specific: NodeRecord[] = [];
   const wide: NodeRecord[] = [];
   for (const r of records) {
     if (r.reason === null) continue;
-    (ROLLOUT_WIDE.has(r.reason.code) ? wide : specific).push(r);
+    const list = ROLLOUT_WIDE.has(r.reason.code) ? wide : specific;
+    if (list.length < limit) list.push(r);
   }
-  return [...sortedByName(specific).slice(0, MAX_WAITING_IN_STATUS), ...sortedByName(wide).slice(0, MAX_WAITING_IN_STATUS)]
+  const first = (list: NodeRecord[]): NodeRecord[] => (sorted || isSortedByName(list) ? list : list.sort(byName)).slice(0, MAX_WAITING_IN_STATUS);
+  return [...first(specific), ...first(wide)]
     .slice(0, MAX_WAITING_IN_STATUS)
     .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.message ?? '' }));
 }
 
 const byName = (a: NodeRecord, b: NodeRecord): number => (a.node.view.snapshot.name < b.node.view.snapshot.name ? -1 : 1);
 
-/**
- * `records` sorted byName. Records come in the snapshot's order, by name (build-snapshot.ts): a list
- * already in order is left as it is, which is what the sort makes of it (a run in order stays as it is).
- */
-function sortedByName(records: NodeRecord[]): NodeRecord[] {
+/** No record sorts before the one ahead of it (byName): a list the sort leaves as it is, as any part of it. */
+function isSortedByName(records: readonly NodeRecord[]): boolean {
   for (let i = 1; i < records.length; i++) {
     const a = records[i - 1];
     const b = records[i];
-    if (a !== undefined && b !== undefined && byName(b, a) < 0) return records.sort(byName);
+    if (a !== undefined && b !== undefined && byName(b, a) < 0) return false;
   }
-  return records;
+  return true;
 }
 
 function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean; stopped: boolean }): RolloutCondition {

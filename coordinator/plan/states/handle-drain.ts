@@ -16,16 +16,18 @@ export const handleDrain: StateHandler = (node, ctx) => {
   const settings = ctx.policy.drain;
   if (!settings.enable) return advance('pod-restart-required', true);
   const skipKey = ctx.policy.keys.drainSkip;
-  const pods = node.view.snapshot.pods.filter(
-    (p) => !isTerminal(p) && !isNeverRemoved(p) && p.labels[skipKey] !== 'true' && matchesSelector(settings.podSelector, p.labels),
-  );
+  const pods: PodSnapshot[] = [];
+  for (const p of node.view.snapshot.pods) {
+    if (!isTerminal(p) && !isNeverRemoved(p) && p.labels[skipKey] !== 'true' && matchesSelector(settings.podSelector, p.labels)) pods.push(p);
+  }
   if (pods.length === 0) return advance('pod-restart-required', true);
   const timer = readTimer(node, ctx, ctx.policy.keys.drainStartTime, settings.timeoutSeconds);
-  const refusals = pods.filter((p) => !p.deleting).flatMap((p) => {
-    if (p.controllerKind === null && !settings.force) return [`${p.namespace}/${p.name} is not managed by a controller (set drain.force)`];
-    if (p.usesEmptyDir && !settings.deleteEmptyDir) return [`${p.namespace}/${p.name} uses emptyDir (set drain.deleteEmptyDir)`];
-    return [];
-  });
+  const refusals: string[] = [];
+  for (const p of pods) {
+    if (p.deleting) continue;
+    if (p.controllerKind === null && !settings.force) refusals.push(`${p.namespace}/${p.name} is not managed by a controller (set drain.force)`);
+    else if (p.usesEmptyDir && !settings.deleteEmptyDir) refusals.push(`${p.namespace}/${p.name} uses emptyDir (set drain.deleteEmptyDir)`);
+  }
   const blocks = evictionBlocks(pods, ctx);
   const reason = drainReason(refusals, blocks, pods, settings.timeoutSeconds, timer.progress);
   if (timer.expired) return fail(node, ctx, `drain timed out after ${settings.timeoutSeconds}s: ${reason.detail}`);
@@ -36,10 +38,12 @@ export const handleDrain: StateHandler = (node, ctx) => {
 
 function drainReason(refusals: readonly string[], blocks: readonly string[], pods: readonly PodSnapshot[], timeoutSeconds: number, progress: string): Reason {
   if (refusals.length > 0) {
-    return { code: 'drain-blocked', message: `drain blocked: ${refusals.join('; ')}`, detail: `drain blocked: ${refusals.join('; ')} ${progress}` };
+    const message = `drain blocked: ${refusals.join('; ')}`;
+    return { code: 'drain-blocked', message, detail: `${message} ${progress}` };
   }
   if (blocks.length > 0) {
-    return { code: 'eviction-blocked', message: blocks.join('; '), detail: `${blocks.join('; ')} ${progress}` };
+    const message = blocks.join('; ');
+    return { code: 'eviction-blocked', message, detail: `${message} ${progress}` };
   }
   const listed = listPods(pods);
   return {

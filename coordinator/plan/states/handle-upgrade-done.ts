@@ -12,7 +12,8 @@ export const handleUpgradeDone: StateHandler = (node, ctx) => {
   if (node.driver.pods.length > 0 && needsUpgrade(node, keys)) return advance('upgrade-required', true);
   const annotations = node.view.annotations;
   const stale: NodeAction[] = [];
-  for (const key of [...cycleAnnotationKeys(keys), keys.failedRevision]) if (annotations[key] !== undefined) stale.push({ kind: 'removeAnnotation', node: node.view.snapshot.name, key });
+  for (const key of cycleAnnotationKeys(keys)) if (annotations[key] !== undefined) stale.push({ kind: 'removeAnnotation', node: node.view.snapshot.name, key });
+  if (annotations[keys.failedRevision] !== undefined) stale.push({ kind: 'removeAnnotation', node: node.view.snapshot.name, key: keys.failedRevision });
   // After the cycle keys, as in uncordon-required (a crash in between must not forget an admin cordon).
   if (annotations[keys.initialStateUnschedulable] !== undefined) {
     stale.push({ kind: 'removeAnnotation', node: node.view.snapshot.name, key: keys.initialStateUnschedulable });

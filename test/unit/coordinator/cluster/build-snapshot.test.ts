@@ -175,6 +175,29 @@ describe('buildSnapshot', () => {
     expect(names()).toEqual(['aaa', 'fresh', 'gpu-1', 'gpu-2', 'left-over']);
   });
 
+  it('takes a cache already in name order as it is, and sorts again at once when a node comes in out of order', () => {
+    const caches = cachesOf({ nodes: ['a', 'b', 'c'].map((n) => aNode(n, { labels: { [keys.upgradeState]: 'upgrade-done' } })), daemonSets: [driver] });
+    const names = () => buildSnapshot(rollout, policy, { caches, ...empty }).nodes.map((n) => n.name);
+    expect(names()).toEqual(['a', 'b', 'c']);
+    caches.nodes.put(aNode('0', { labels: { [keys.upgradeState]: 'upgrade-done' } }));
+    expect(names()).toEqual(['0', 'a', 'b', 'c']);
+    caches.nodes.remove('', '0');
+    expect(names()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('lists driver pods DaemonSet by DaemonSet, whatever the order of the pods in the cache, and no other DaemonSet pod among them', () => {
+    const second = aDaemonSet('gpu-operator', 'driver-b', { app: 'nvidia-driver' });
+    const caches = cachesOf({
+      nodes: [aNode('n')],
+      daemonSets: [driver, second],
+      revisions: [aRevision(driver, 1, 'a'), aRevision(second, 1, 'b')],
+      pods: [aDriverPod(second, 'n', 'b'), aPod('ml', 'job', 'n', { owner: { kind: 'Job', uid: 'job-1' } }), aDriverPod(otherSelector, 'n', 'y'), aDriverPod(driver, 'n', 'a')],
+    });
+    const node = buildSnapshot(rollout, policy, { caches, ...empty }).nodes[0];
+    expect(node?.driverPods.map((p) => p.name)).toEqual(['driver-n', 'driver-b-n']);
+    expect(node?.pods.map((p) => p.name)).toEqual(['job', 'toolkit-n']);
+  });
+
   it('switches at once between the written copy and the cache, and reuses neither when the other is newer', () => {
     const caches = world();
     const written = aNode('gpu-1', { rv: '11', labels: { [keys.upgradeState]: 'cordon-required' } });
