@@ -63,16 +63,32 @@ export async function executePlan(nodePlans: readonly NodePlan[], hooks: Execute
   return failures;
 }
 
+/** Told once the first `after` actions of a node's list (Events not counted) are stored, or once the list ends short of them. */
+export interface CountedWatch {
+  readonly after: number;
+  readonly reached: () => void;
+}
+
 /**
  * One node's list. Events are sent without holding up the node's next write (they change nothing
  * the next action depends on, and a failed Event is only logged); the node's list resolves once
- * its Events are sent too, so a pass still ends with all its requests done.
+ * its Events are sent too, so a pass still ends with all its requests done; or, given
+ * `eventsBeside`, once its other actions are, handing it the Events still under way. `counted` is
+ * told as soon as the actions it names are answered (see countedPrefix), before the rest of the list.
  */
-async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
+export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, counted?: CountedWatch, eventsBeside?: (events: Promise<void>) => void): Promise<ActionFailure | undefined> {
   const events: Promise<void>[] = [];
+  let done = 0;
+  let told = false;
+  const tell = (): void => {
+    if (told || counted === undefined) return;
+    told = true;
+    counted.reached();
+  };
   try {
     let wrote = false;
     for (const group of coalesceNodeActions(plan.actions)) {
+      if (counted !== undefined && done >= counted.after) tell();
       // Leadership lost: start no further change. The Events that report a change already made
       // are still recorded, or the history would miss a transition for good (the next leader
       // finds the state written and has nothing to report).
@@ -84,10 +100,13 @@ async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks): Promise<Act
       }
       const failure = await runGroup(plan.node, group, hooks);
       if (failure !== undefined) return failure;
+      done += isRun(group) ? group.length : 1;
     }
     return undefined;
   } finally {
-    await Promise.all(events);
+    tell();
+    if (eventsBeside === undefined) await Promise.all(events);
+    else if (events.length > 0) eventsBeside(Promise.all(events).then(() => undefined));
   }
 }
 

@@ -1,23 +1,35 @@
 import type { NodePlan } from '../plan/action.ts';
-import { executePlan, type ActionFailure, type ExecuteHooks } from './execute-plan.ts';
+import { executeNodePlan, type ActionFailure, type ExecuteHooks } from './execute-plan.ts';
+import { countedPrefix } from './may-raise-counts.ts';
 
 interface Queued {
   readonly plan: NodePlan;
   readonly hooks: ExecuteHooks;
   readonly settled: (failure: ActionFailure | undefined) => void;
+  /** Actions (Events not counted) a pass must see stored before it hands out slots; 0: none. */
+  readonly countedAfter: number;
+  readonly counted: () => void;
 }
 
 /**
- * Node plans carried out beside the passes instead of within one (see mayRaiseCounts for which):
- * a slow write on one node then holds back neither the pass nor the other nodes' next steps. A
- * node stays busy from `start` until its plan is carried out; the reconciler plans nothing for a
- * busy node. At most `concurrency` plans run at once; the rest wait in order.
+ * Node plans carried out beside the passes: a slow write on one node then holds back neither
+ * the pass nor the other nodes' next steps. A node stays busy from `start` until its plan is
+ * carried out; the reconciler plans nothing for a busy node.
+ *
+ * A plan that may raise a limited count (countedPrefix) is told apart: `start` resolves once its
+ * raising writes are stored, and the pass that planned it waits for that (the next pass must
+ * count them); the rest of its list (e.g. a start's cordon, its Events) goes on beside the
+ * passes. Such plans have a lane of their own, so a pass never waits behind plans that only
+ * lower counts. At most `concurrency` plans run at once per lane; the rest wait in order.
+ *
+ * A node is free again once its writes are answered: its Events (which change nothing a plan
+ * reads) may still be under way; `idle` waits for them too.
  */
 export class NodePlansInFlight {
   readonly #concurrency: number;
   readonly #busy = new Set<string>();
-  readonly #queue: Queued[] = [];
-  readonly #running = new Set<Promise<void>>();
+  readonly #lanes = { counted: new Lane(), beside: new Lane() };
+  readonly #events = new Set<Promise<void>>();
 
   constructor(concurrency: number) {
     this.#concurrency = Math.max(1, concurrency);
@@ -27,32 +39,56 @@ export class NodePlansInFlight {
     return this.#busy.has(node);
   }
 
-  /** Carries out `plan` in the background; `settled` gets its failure (undefined when it went through). */
-  start(plan: NodePlan, hooks: ExecuteHooks, settled: (failure: ActionFailure | undefined) => void): void {
+  /**
+   * Carries out `plan` in the background; `settled` gets its failure (undefined when it went
+   * through). Resolves once the writes the next pass must count are stored (or the list ended
+   * short of them: failed, or leadership lost); at once for a plan that raises no count.
+   */
+  start(plan: NodePlan, hooks: ExecuteHooks, settled: (failure: ActionFailure | undefined) => void): Promise<void> {
     this.#busy.add(plan.node);
-    this.#queue.push({ plan, hooks, settled });
-    this.#pump();
+    const countedAfter = countedPrefix(plan);
+    if (countedAfter === 0) {
+      this.#lanes.beside.queue.push({ plan, hooks, settled, countedAfter, counted: () => undefined });
+      this.#pump();
+      return Promise.resolve();
+    }
+    return new Promise<void>((counted) => {
+      this.#lanes.counted.queue.push({ plan, hooks, settled, countedAfter, counted });
+      this.#pump();
+    });
   }
 
   /** Resolves once nothing is queued or running (e.g. before a replica that stopped leading returns). */
   async idle(): Promise<void> {
-    while (this.#running.size > 0) await Promise.all(this.#running);
+    const running = (): Promise<void>[] => [...this.#lanes.counted.running, ...this.#lanes.beside.running, ...this.#events];
+    while (running().length > 0) await Promise.all(running());
   }
 
   #pump(): void {
-    while (this.#running.size < this.#concurrency) {
-      const next = this.#queue.shift();
-      if (next === undefined) return;
-      const run = executePlan([next.plan], { ...next.hooks, concurrency: 1 }).then(
-        (failures) => failures[0],
-        (error: unknown): ActionFailure => ({ node: next.plan.node, action: next.plan.actions[0]?.kind ?? 'setState', message: String(error) }),
-      ).then((failure) => {
-        this.#busy.delete(next.plan.node);
-        this.#running.delete(run);
-        next.settled(failure);
-        this.#pump();
-      });
-      this.#running.add(run);
+    for (const lane of [this.#lanes.counted, this.#lanes.beside]) {
+      while (lane.running.size < this.#concurrency) {
+        const next = lane.queue.shift();
+        if (next === undefined) break;
+        const watch = next.countedAfter > 0 ? { after: next.countedAfter, reached: next.counted } : undefined;
+        const run = executeNodePlan(next.plan, next.hooks, watch, (events) => {
+          this.#events.add(events);
+          void events.finally(() => this.#events.delete(events));
+        })
+          .catch((error: unknown): ActionFailure => ({ node: next.plan.node, action: next.plan.actions[0]?.kind ?? 'setState', message: String(error) }))
+          .then((failure) => {
+            next.counted(); // a list that threw before telling: the pass must not wait forever
+            this.#busy.delete(next.plan.node);
+            lane.running.delete(run);
+            next.settled(failure);
+            this.#pump();
+          });
+        lane.running.add(run);
+      }
     }
   }
+}
+
+class Lane {
+  readonly queue: Queued[] = [];
+  readonly running = new Set<Promise<void>>();
 }

@@ -5,8 +5,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { buildSnapshot } from '../cluster/build-snapshot.ts';
 import type { CacheKind, ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
-import { executePlan, type ExecuteHooks } from '../execute/execute-plan.ts';
-import { mayRaiseCounts } from '../execute/may-raise-counts.ts';
+import type { ExecuteHooks } from '../execute/execute-plan.ts';
 import { NodePlansInFlight } from '../execute/node-plans-in-flight.ts';
 import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
 import type { Plan } from '../plan/action.ts';
@@ -77,7 +76,13 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const known = new KnownRollouts();
   const relevance = new PodRelevance();
   const statuses = new RolloutStatusWriter(deps.writer);
-  const inFlight = new NodePlansInFlight(deps.concurrency ?? 16);
+  const inFlight = new NodePlansInFlight(deps.concurrency ?? 32);
+  /** Events sent beside the passes (recordEvent never rejects). */
+  const eventsBeside = new Set<Promise<void>>();
+  const sendBeside = (event: Promise<void>): void => {
+    eventsBeside.add(event);
+    void event.finally(() => eventsBeside.delete(event));
+  };
 
   const reconcileInvalid = async (rollout: DriverRolloutObject, ref: RolloutRef, result: Extract<ParseResult, { ok: false }>): Promise<void> => {
     const conditions = invalidSpecConditions(result.problems);
@@ -111,7 +116,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const hooks: ExecuteHooks = {
       writer: deps.writer,
       logger: log.child({ rollout: `${ref.namespace}/${ref.name}` }),
-      concurrency: deps.concurrency ?? 16,
+      concurrency: deps.concurrency ?? 32,
       signal,
       nodeUid: (name) => deps.caches.nodes.get('', name)?.metadata?.uid,
       onNodeWritten: (node) => {
@@ -133,33 +138,42 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         }
       },
     };
-    // A busy node's plan is still being carried out: it is planned again once that is done. Plans
-    // that cannot raise a limited count run beside the passes; the others are carried out within
-    // this pass, so the next one counts them before it hands out slots (mayRaiseCounts).
-    const ready = plan.nodePlans.filter((p) => !inFlight.isBusy(p.node));
-    for (const p of ready) {
-      if (mayRaiseCounts(p)) continue;
-      inFlight.start(p, hooks, (failure) => {
-        // Carried out: plan the node's next step. Failed: retry soon, as for a pass's failure.
+    // A busy node's plan is still being carried out: it is planned again once that is done. Every
+    // plan is carried out beside the passes; this pass waits only until the writes that may raise
+    // a limited count are stored (countedPrefix: e.g. a start's first patch), so that the next
+    // pass counts them before it hands out slots.
+    const counted: Promise<void>[] = [];
+    for (const p of plan.nodePlans) {
+      if (inFlight.isBusy(p.node)) continue;
+      counted.push(inFlight.start(p, hooks, (failure) => {
+        // Carried out: plan the node's next step (debounced: the nodes of a wave finish together,
+        // and one pass should hand out all the slots they give back). Failed: retry soon.
         if (failure === undefined) wake.trigger();
         else wake.wakeAt(now() + 1_000, now());
-      });
+      }));
     }
-    const failures = await executePlan(ready.filter(mayRaiseCounts), hooks);
+    await Promise.all(counted);
     if (signal.aborted) return null; // no longer leading: no status write either
-    const status = toStoredStatus(statuses.previousStatus(rollout), plan.status, ref.generation, new Date(nowMs).toISOString());
-    if (!isSameJson(rollout.status, status)) {
-      await statuses.patch(ref, status);
-      for (const c of newlyTrue(rollout.status, plan.status.conditions)) {
-        if (c.type === 'Halted') await recordEvent(rollout, ref, 'Warning', 'Halted', c.message);
-      }
+    // The status goes out beside the passes, the latest one last (RolloutStatusWriter.submit).
+    const previous = statuses.previousStatus(rollout);
+    const status = toStoredStatus(previous, plan.status, ref.generation, new Date(nowMs).toISOString());
+    if (!isSameJson(previous, status)) {
+      const halted = newlyTrue(previous, plan.status.conditions).filter((c) => c.type === 'Halted');
+      statuses.submit(rollout, ref, status, {
+        signal,
+        afterWritten: () => {
+          for (const c of halted) sendBeside(recordEvent(rollout, ref, 'Warning', 'Halted', c.message));
+        },
+        onFailed: (error) => {
+          log.error({ rollout: `${ref.namespace}/${ref.name}`, err: error }, 'status patch failed; retrying');
+          wake.wakeAt(now() + 1_000, now());
+        },
+      });
     }
     const labels = { namespace: ref.namespace, rollout: ref.name, driver: policy.driverName };
     known.recorded(`${ref.namespace}/${ref.name}`, labels);
     deps.metrics.setRolloutCounts(labels, plan.status.nodes, policy.autoUpgrade, plan.status.halted);
-    // A failed action is retried on the next pass; wake soon rather than wait for a change.
-    const retryAt = failures.length > 0 ? nowMs + 1_000 : null;
-    return minOf(plan.nextWakeAt, retryAt);
+    return plan.nextWakeAt;
   };
 
   const pass = async (signal: AbortSignal): Promise<void> => {
@@ -206,7 +220,14 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     trigger: () => {
       wake.trigger();
     },
-    isRelevant: (kind, object) => relevance.isRelevant(kind, object),
+    isRelevant: (kind, object) => {
+      // This replica's own writes coming back through the informers wake nothing: the pass after
+      // a node's plan is answered already plans on what was written, and a status it wrote needs
+      // no pass. The object must still be in the cache (a deletion always matters).
+      if (kind === 'nodes' && object !== undefined && deps.caches.nodes.get('', object.metadata?.name ?? '') === object && writtenNodes.isOwnEcho(object)) return false;
+      if (kind === 'driverrollouts' && object !== undefined && deps.caches.rollouts.get(object.metadata?.namespace ?? '', object.metadata?.name ?? '') === object && statuses.isOwnEcho(object)) return false;
+      return relevance.isRelevant(kind, object);
+    },
     async run(signal) {
       await Promise.race([deps.caches.synced, untilAborted(signal)]);
       // A new term: another replica may have written since; trust only what the caches show.
@@ -220,6 +241,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       } finally {
         // Plans under way finish (each starts nothing more once the term's signal aborted).
         await inFlight.idle();
+        await statuses.idle();
+        while (eventsBeside.size > 0) await Promise.all(eventsBeside);
         wake.dispose();
         writtenNodes.clear();
       }

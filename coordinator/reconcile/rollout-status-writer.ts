@@ -1,3 +1,4 @@
+import { toError } from '../../shared/errors.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import type { RolloutRef } from '../plan/snapshot.ts';
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
@@ -7,23 +8,59 @@ import { withTimeout } from '../with-timeout.ts';
 /** A status patch that hangs fails after this; the next pass writes again. */
 export const STATUS_PATCH_TIMEOUT_MS = 30_000;
 
+interface Submitted {
+  readonly ref: RolloutRef;
+  readonly status: Record<string, unknown>;
+  readonly signal: AbortSignal;
+  /** Run once this status, or a later one that replaced it before it went out, is stored. */
+  readonly afterWritten: (() => void)[];
+  readonly onFailed: (error: Error) => void;
+}
+
 /**
  * Writes DriverRollout statuses, remembering what this replica last wrote per uid: a status the
  * API server prunes (a schema missing a field) must not be rewritten on every pass, each write
  * waking the next pass. Forget everything at a new leadership term (`clear`).
+ *
+ * A pass's status goes out beside the passes (`submit`): one write per rollout at a time, and of
+ * the statuses submitted meanwhile only the latest, so a slow status patch holds back no pass
+ * and the last status computed is the last one written.
  */
 export class RolloutStatusWriter {
   readonly #writer: ClusterWriter;
   readonly #lastWritten = new Map<string, unknown>();
+  /** Per uid: the status being written, and the latest one waiting for it. */
+  readonly #inFlight = new Map<string, { readonly submitted: Submitted; readonly done: Promise<void> }>();
+  readonly #waiting = new Map<string, Submitted>();
 
   constructor(writer: ClusterWriter) {
     this.#writer = writer;
   }
 
-  /** The stored status, or what we last wrote when the stored one has no conditions (not seen yet, or pruned). */
+  /**
+   * This replica's newest status for the rollout (waiting, being written, or last written this
+   * term); else the stored one. The stored one may lag behind what was written (not seen yet) or
+   * miss fields the API server pruned.
+   */
   previousStatus(rollout: DriverRolloutObject): unknown {
-    const stored = rollout.status as { conditions?: unknown } | undefined;
-    return Array.isArray(stored?.conditions) ? stored : this.#lastWritten.get(rollout.metadata?.uid ?? '');
+    const uid = rollout.metadata?.uid ?? '';
+    const ours = this.#waiting.get(uid)?.status ?? this.#inFlight.get(uid)?.submitted.status ?? this.#lastWritten.get(uid);
+    return ours ?? rollout.status;
+  }
+
+  /**
+   * Whether an informer event shows the rollout with nothing new but the status this replica
+   * wrote last: the same generation as that status observed, not being deleted. Planning again
+   * would only compute that status once more.
+   */
+  isOwnEcho(rollout: DriverRolloutObject): boolean {
+    const written = this.#lastWritten.get(rollout.metadata?.uid ?? '') as { observedGeneration?: unknown } | undefined;
+    return (
+      written !== undefined &&
+      rollout.metadata?.deletionTimestamp === undefined &&
+      rollout.metadata?.generation === written.observedGeneration &&
+      isSameJson(rollout.status, written)
+    );
   }
 
   /**
@@ -38,12 +75,59 @@ export class RolloutStatusWriter {
     return true;
   }
 
-  /** Patches `status` as computed for this pass (the caller compared it with the stored one); bounded like `write`. */
-  async patch(ref: RolloutRef, status: Record<string, unknown>): Promise<void> {
-    await withTimeout(this.#writer.patchRolloutStatus(ref.namespace, ref.name, status), STATUS_PATCH_TIMEOUT_MS, 'status patch');
+  /**
+   * Writes `status` (the caller compared it with previousStatus) beside the passes: at once when
+   * no write of this rollout is under way, else after it, replacing any status still waiting
+   * (whose `afterWritten` then runs after this one). Nothing goes out once `signal` has aborted.
+   * A failed write is not retried here: `onFailed` hears of it, and the next pass computes the
+   * status again (previousStatus no longer shows the failed one).
+   */
+  submit(rollout: DriverRolloutObject, ref: RolloutRef, status: Record<string, unknown>, options: { signal: AbortSignal; afterWritten?: () => void; onFailed: (error: Error) => void }): void {
+    const uid = rollout.metadata?.uid ?? '';
+    const replaced = this.#waiting.get(uid);
+    this.#waiting.set(uid, {
+      ref,
+      status,
+      signal: options.signal,
+      afterWritten: [...(replaced?.afterWritten ?? []), ...(options.afterWritten === undefined ? [] : [options.afterWritten])],
+      onFailed: options.onFailed,
+    });
+    this.#pump(uid);
+  }
+
+  /** Resolves once no status write is under way. */
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight.values()].map((w) => w.done));
   }
 
   clear(): void {
     this.#lastWritten.clear();
+    this.#waiting.clear();
+  }
+
+  #pump(uid: string): void {
+    if (this.#inFlight.has(uid)) return;
+    const next = this.#waiting.get(uid);
+    if (next === undefined) return;
+    this.#waiting.delete(uid);
+    if (next.signal.aborted) return;
+    // An adapter that throws instead of rejecting fails the write all the same.
+    const patch = (async () => this.#writer.patchRolloutStatus(next.ref.namespace, next.ref.name, next.status))();
+    const done = withTimeout(patch, STATUS_PATCH_TIMEOUT_MS, 'status patch').then(
+      () => {
+        this.#lastWritten.set(uid, next.status);
+        for (const after of next.afterWritten) after();
+      },
+      (error: unknown) => {
+        // What was to follow this status must not be lost with it: the one waiting carries it.
+        const waiting = this.#waiting.get(uid);
+        if (waiting !== undefined) waiting.afterWritten.unshift(...next.afterWritten);
+        next.onFailed(toError(error));
+      },
+    ).finally(() => {
+      this.#inFlight.delete(uid);
+      this.#pump(uid);
+    });
+    this.#inFlight.set(uid, { submitted: next, done });
   }
 }

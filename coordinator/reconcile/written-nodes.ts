@@ -19,6 +19,16 @@ export class WrittenNodes {
     this.#nodes.set(node.metadata?.name ?? '', node);
   }
 
+  /**
+   * Whether an informer event shows a node exactly as this replica wrote it (the same
+   * resourceVersion): nothing new to plan on, since the node's next pass, which follows the
+   * write's answer, plans on what was written.
+   */
+  isOwnEcho(node: V1Node): boolean {
+    const version = node.metadata?.resourceVersion;
+    return version !== undefined && this.#nodes.get(node.metadata?.name ?? '')?.metadata?.resourceVersion === version;
+  }
+
   /** Forgets what the cache has caught up with, and nodes gone from it. */
   forgetStale(nodes: Pick<ResourceCache<V1Node>, 'get'>): void {
     for (const [name, node] of this.#nodes) {

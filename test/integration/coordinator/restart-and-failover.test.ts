@@ -116,8 +116,14 @@ describe('the coordinator process', () => {
     const leader = await waitUntil('a leader', () => leaseHolder(kc, world.ns.name), { timeoutMs: HANG_MS });
     await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));
 
-    // Only the leader wrote: every Event so far was recorded by it.
-    const reporters = new Set((await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).map((e) => e.instance));
+    // Only the leader wrote: every Event so far was recorded by it. A node's Events go out after
+    // its patch is answered, so its label can be seen before they are: wait for each node's.
+    const upgradeEvents = await waitUntil('each node’s upgrade-done Event', async () => {
+      const events = await world.events(`${world.driver.toUpperCase()}DriverUpgrade`);
+      const done = (n: string): boolean => events.some((e) => e.object === n && e.message.includes('[upgrade-done]'));
+      return world.nodeNames.every(done) ? events : undefined;
+    }, { timeoutMs: HANG_MS });
+    const reporters = new Set(upgradeEvents.map((e) => e.instance));
     expect([...reporters]).toEqual([leader]);
 
     const victim = replicas.find((r) => r.identity === leader);

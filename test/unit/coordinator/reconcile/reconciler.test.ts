@@ -226,6 +226,33 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     await cluster.stop();
   });
 
+  it('an unanswered status patch holds back no pass; the last status computed is written last', async () => {
+    const cluster = aCluster([aNode('n1'), aNode('n2')], { upgradePolicy: { maxUnavailable: 1 } });
+    await waitFor(() => cluster.stateOf('n1') === 'upgrade-done' && cluster.stateOf('n2') === 'upgrade-done');
+    await delay(100);
+    const patchStatus = cluster.writer.patchRolloutStatus.bind(cluster.writer);
+    const held: (() => void)[] = [];
+    cluster.writer.patchRolloutStatus = (namespace, name, status) =>
+      new Promise<void>((resolve, reject) => {
+        held.push(() => {
+          patchStatus(namespace, name, status).then(resolve, reject);
+        });
+      });
+    const before = cluster.writer.events.length;
+    for (const n of ['n1', 'n2']) await cluster.writer.patchNode(n, { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
+    // Both nodes upgrade one after the other while the first status patch is unanswered
+    // (the old reconciler's pass waited for it, and nothing moved).
+    await waitFor(() => ['n1', 'n2'].every((n) => cluster.writer.events.slice(before).some((e) => e.target.name === n && e.message === 'Successfully updated node state label to [upgrade-done]')));
+    expect(held).toHaveLength(1); // one write per rollout at a time
+    while (held.length > 0) {
+      held.shift()?.();
+      await delay(5);
+    }
+    const status = cluster.writer.statuses.get('gpu-operator/gpu') as { nodes?: Record<string, number> } | undefined;
+    expect(status?.nodes).toMatchObject({ done: 2 });
+    await cluster.stop();
+  });
+
   it('a hung status patch or Event is given up after 30 s; the loop goes on (review #9)', async () => {
     const cluster = aCluster([aNode('n1')], {});
     const never = new Promise<void>(() => undefined);

@@ -37,6 +37,17 @@ describe('RolloutStatusWriter', () => {
     expect(statuses.previousStatus(aRollout({ observedGeneration: 1 }))).toBe(written);
   });
 
+  it('isOwnEcho: the rollout at the generation of the status last written, with that status, not being deleted', async () => {
+    const statuses = new RolloutStatusWriter(new InMemoryClusterWriter());
+    const written = { observedGeneration: 1, conditions: [{ type: 'Halted', status: 'False' }] };
+    expect(statuses.isOwnEcho(aRollout(written))).toBe(false); // nothing written yet
+    await statuses.write(aRollout(), ref, undefined, written);
+    expect(statuses.isOwnEcho(aRollout(structuredClone(written)))).toBe(true);
+    expect(statuses.isOwnEcho({ ...aRollout(written), metadata: { name: 'gpu', namespace: 'ns', uid: 'u1', generation: 2 } })).toBe(false); // a spec change
+    expect(statuses.isOwnEcho(aRollout({ observedGeneration: 1, conditions: [] }))).toBe(false); // another status
+    expect(statuses.isOwnEcho({ ...aRollout(written), metadata: { name: 'gpu', namespace: 'ns', uid: 'u1', generation: 1, deletionTimestamp: new Date() } })).toBe(false);
+  });
+
   it('clear forgets what was written (a new term writes again)', async () => {
     const api = new InMemoryClusterWriter();
     const statuses = new RolloutStatusWriter(api);
@@ -47,23 +58,90 @@ describe('RolloutStatusWriter', () => {
     expect(api.calls).toHaveLength(2);
   });
 
-  it('a patch that hangs fails with RequestTimeoutError after STATUS_PATCH_TIMEOUT_MS (fake clock)', async () => {
+  it('a write that hangs fails with RequestTimeoutError after STATUS_PATCH_TIMEOUT_MS (fake clock)', async () => {
     vi.useFakeTimers();
     try {
       const api = new InMemoryClusterWriter();
       api.patchRolloutStatus = () => new Promise<void>(() => undefined);
       const statuses = new RolloutStatusWriter(api);
-      const patched = statuses.patch(ref, { observedGeneration: 1 });
+      const failures: Error[] = [];
+      statuses.submit(aRollout(), ref, { observedGeneration: 1 }, { signal: new AbortController().signal, onFailed: (e) => failures.push(e) });
       const written = statuses.write(aRollout(), ref, undefined, { observedGeneration: 2 });
-      const outcomes = Promise.allSettled([patched, written]);
+      const outcome = Promise.allSettled([written]);
       await vi.advanceTimersByTimeAsync(STATUS_PATCH_TIMEOUT_MS);
-      for (const outcome of await outcomes) {
-        expect(outcome.status).toBe('rejected');
-        expect(outcome.status === 'rejected' ? outcome.reason : undefined).toBeInstanceOf(RequestTimeoutError);
-      }
+      const [settled] = await outcome;
+      expect(settled.status === 'rejected' ? settled.reason : undefined).toBeInstanceOf(RequestTimeoutError);
+      expect(failures.map((e) => e.constructor)).toEqual([RequestTimeoutError]);
       expect(statuses.previousStatus(aRollout())).toBeUndefined(); // a failed write is not remembered
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  describe('submit: beside the passes, one write per rollout at a time, the latest last', () => {
+    /** An API whose status patches wait until released, one by one. */
+    function aSlowApi() {
+      const api = new InMemoryClusterWriter();
+      const answers: (() => void)[] = [];
+      const patch = api.patchRolloutStatus.bind(api);
+      api.patchRolloutStatus = (namespace, name, status) =>
+        new Promise<void>((resolve, reject) => {
+          answers.push(() => {
+            patch(namespace, name, status).then(resolve, reject);
+          });
+        });
+      const answerNext = async (): Promise<void> => {
+        answers.shift()?.();
+        await new Promise((r) => setImmediate(r));
+      };
+      return { api, answerNext, pending: () => answers.length };
+    }
+    const options = (extra: { signal?: AbortSignal; afterWritten?: () => void; failures?: Error[] } = {}) => ({
+      signal: extra.signal ?? new AbortController().signal,
+      ...(extra.afterWritten === undefined ? {} : { afterWritten: extra.afterWritten }),
+      onFailed: (e: Error) => extra.failures?.push(e),
+    });
+
+    it('statuses submitted while one is being written: only the latest follows it, and what was to follow each runs once it is stored', async () => {
+      const { api, answerNext, pending } = aSlowApi();
+      const statuses = new RolloutStatusWriter(api);
+      const after: string[] = [];
+      for (const g of [1, 2, 3]) statuses.submit(aRollout(), ref, { observedGeneration: g }, options({ afterWritten: () => after.push(`after ${g}`) }));
+      expect(pending()).toBe(1); // one write at a time
+      expect(statuses.previousStatus(aRollout())).toEqual({ observedGeneration: 3 }); // the newest, not yet written
+      await answerNext();
+      expect(after).toEqual(['after 1']);
+      await answerNext();
+      expect(after).toEqual(['after 1', 'after 2', 'after 3']);
+      await statuses.idle();
+      expect(api.calls).toEqual(['patchRolloutStatus ns/gpu', 'patchRolloutStatus ns/gpu']);
+      expect(api.statuses.get('ns/gpu')).toEqual({ observedGeneration: 3 });
+    });
+
+    it('a failed write is reported and forgotten; what was to follow it follows the status waiting behind it', async () => {
+      const api = new InMemoryClusterWriter();
+      const statuses = new RolloutStatusWriter(api);
+      const failures: Error[] = [];
+      const after: string[] = [];
+      api.failNext.add('patchRolloutStatus');
+      statuses.submit(aRollout(), ref, { observedGeneration: 1 }, options({ failures, afterWritten: () => after.push('after 1') }));
+      statuses.submit(aRollout(), ref, { observedGeneration: 2 }, options({ failures }));
+      await statuses.idle();
+      expect(failures).toHaveLength(1);
+      expect(after).toEqual(['after 1']);
+      expect(api.statuses.get('ns/gpu')).toEqual({ observedGeneration: 2 });
+    });
+
+    it('nothing goes out once leadership is lost', async () => {
+      const { api, answerNext } = aSlowApi();
+      const statuses = new RolloutStatusWriter(api);
+      const term = new AbortController();
+      statuses.submit(aRollout(), ref, { observedGeneration: 1 }, options({ signal: term.signal }));
+      statuses.submit(aRollout(), ref, { observedGeneration: 2 }, options({ signal: term.signal }));
+      term.abort();
+      await answerNext();
+      await statuses.idle();
+      expect(api.calls).toEqual(['patchRolloutStatus ns/gpu']);
+    });
   });
 });

@@ -36,4 +36,14 @@ describe('WrittenNodes', () => {
     written.clear();
     expect(written.byName.size).toBe(0);
   });
+
+  it('isOwnEcho: an event showing a node at the very resourceVersion this replica wrote', () => {
+    const written = new WrittenNodes();
+    written.written(aNode('n1', '7'));
+    expect(written.isOwnEcho(aNode('n1', '7'))).toBe(true);
+    expect(written.isOwnEcho(aNode('n1', '8'))).toBe(false); // someone else changed it since
+    expect(written.isOwnEcho(aNode('n1', '6'))).toBe(false);
+    expect(written.isOwnEcho(aNode('n2', '7'))).toBe(false);
+    expect(written.isOwnEcho({ metadata: { name: 'n1' } })).toBe(false);
+  });
 });

@@ -1,0 +1,113 @@
+import type { V1Node } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
+import { NodePlansInFlight } from '../../../../coordinator/execute/node-plans-in-flight.ts';
+import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
+import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
+import { driverKeys } from '../../../../shared/keys.ts';
+import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
+
+const keys = driverKeys('gpu');
+const setState = (node: string, from: SetStateAction['from'], to: SetStateAction['to']): SetStateAction => ({
+  kind: 'setState', node, labelKey: keys.upgradeState, from, to, fromSince: null, upgradeStartedAt: null,
+});
+const event = (node: string, state: string): NodeAction => ({
+  kind: 'emitEvent', node, type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${state}]`, reportsState: state as SetStateAction['to'],
+});
+/** A start as the planner makes it: cordon-required stored, then the cordon with the next state. */
+const aStart = (node: string): NodePlan => ({
+  node,
+  actions: [setState(node, 'upgrade-required', 'cordon-required'), event(node, 'cordon-required'), { kind: 'cordon', node }, setState(node, 'cordon-required', 'wait-for-jobs-required'), event(node, 'wait-for-jobs-required')],
+});
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Node patches and Events wait until answered by hand, in order. */
+function aHeldWriter(nodes: readonly string[]) {
+  const writer = new InMemoryClusterWriter();
+  for (const n of nodes) writer.addNode(n);
+  const held: { what: string; answer: () => void }[] = [];
+  const patchNode = writer.patchNode.bind(writer);
+  const emitEvent = writer.emitEvent.bind(writer);
+  writer.patchNode = (name: string, patch: NodeMergePatch) =>
+    new Promise<V1Node>((resolve, reject) => {
+      held.push({ what: `patch ${name}${patch.spec?.unschedulable === true ? ' cordon' : ''}`, answer: () => { patchNode(name, patch).then(resolve, reject); } });
+    });
+  writer.emitEvent = (e) =>
+    new Promise<void>((resolve, reject) => {
+      held.push({ what: `event ${e.target.name}`, answer: () => { emitEvent(e).then(resolve, reject); } });
+    });
+  const answer = async (what: string): Promise<void> => {
+    const i = held.findIndex((h) => h.what === what);
+    if (i === -1) throw new Error(`nothing held: ${what} (held: ${held.map((h) => h.what).join(', ')})`);
+    held.splice(i, 1)[0]?.answer();
+    await tick();
+  };
+  return { writer, held: () => held.map((h) => h.what), answer };
+}
+
+function hooksOf(writer: InMemoryClusterWriter): ExecuteHooks {
+  return {
+    writer,
+    logger: pino({ level: 'silent' }),
+    nodeUid: (name) => `uid-${name}`,
+    onNodeWritten: () => undefined,
+    onEvictionBlocked: () => undefined,
+    onEvicted: () => undefined,
+    onStateWritten: () => undefined,
+    concurrency: 1,
+  };
+}
+
+describe('NodePlansInFlight', () => {
+  it('a start counts once cordon-required is stored; its cordon and Events go on after, and the node is free once its writes are answered', async () => {
+    const api = aHeldWriter(['n1']);
+    const inFlight = new NodePlansInFlight(4);
+    let counted = false;
+    let settled = false;
+    void inFlight.start(aStart('n1'), hooksOf(api.writer), () => { settled = true; }).then(() => { counted = true; });
+    await tick();
+    expect([api.held(), counted]).toEqual([['patch n1'], false]);
+    await api.answer('patch n1');
+    // Counted: the pass that planned it may end; the cordon goes on beside it.
+    expect([api.held(), counted, inFlight.isBusy('n1')]).toEqual([['event n1', 'patch n1 cordon'], true, true]);
+    await api.answer('patch n1 cordon');
+    expect([api.held(), settled, inFlight.isBusy('n1')]).toEqual([['event n1', 'event n1'], true, false]);
+    let idle = false;
+    void inFlight.idle().then(() => { idle = true; });
+    await tick();
+    expect(idle).toBe(false); // the Events are still under way
+    await api.answer('event n1');
+    await api.answer('event n1');
+    expect(idle).toBe(true);
+  });
+
+  it('plans that raise no count resolve at once, and never hold a start up behind them (a lane each)', async () => {
+    const api = aHeldWriter(['n1', 'n2', 'n3']);
+    const inFlight = new NodePlansInFlight(1);
+    const uncordon = (node: string): NodePlan => ({ node, actions: [setState(node, 'pod-restart-required', 'upgrade-done'), { kind: 'uncordon', node }] });
+    let early = 0;
+    for (const n of ['n1', 'n2']) void inFlight.start(uncordon(n), hooksOf(api.writer), () => undefined).then(() => { early += 1; });
+    let counted = false;
+    void inFlight.start(aStart('n3'), hooksOf(api.writer), () => undefined).then(() => { counted = true; });
+    await tick();
+    expect(early).toBe(2);
+    // n2 waits for n1 (one at a time per lane); n3's start does not.
+    expect(api.held()).toEqual(['patch n1', 'patch n3']);
+    await api.answer('patch n3');
+    expect(counted).toBe(true);
+  });
+
+  it('a start whose first patch fails is counted (the pass goes on) and settles with the failure', async () => {
+    const writer = new InMemoryClusterWriter();
+    writer.addNode('n1');
+    writer.failNext.add('patchNode');
+    const inFlight = new NodePlansInFlight(4);
+    let failure: string | undefined;
+    await inFlight.start(aStart('n1'), hooksOf(writer), (f) => { failure = f?.message; });
+    await inFlight.idle();
+    expect(failure).toMatch(/patchNode failed/);
+    expect(writer.calls).toEqual(['patchNode n1']);
+    expect(inFlight.isBusy('n1')).toBe(false);
+  });
+});
