@@ -6,9 +6,15 @@ import { BookmarkedWatch } from '../../coordinator/cluster/bookmarked-watch.ts';
  * function stops it. client-node ends a watch after 30 s without an event (BookmarkedWatch asks
  * for bookmarks and waits 3 min); on a loaded machine the watched objects can be quiet longer
  * than that between two steps of a test, and a plain Watch then misses everything after.
+ * Await `opened` before the change a test wants to see: a change made while the first request is
+ * still on its way is not in the watch's initial state nor among its events.
  */
-export function keepWatching(kc: KubeConfig, path: string, query: Record<string, string>, handle: (type: string, object: V1Node & V1Pod) => void): () => void {
+export function keepWatching(kc: KubeConfig, path: string, query: Record<string, string>, handle: (type: string, object: V1Node & V1Pod) => void): KeptWatch {
   let stopped = false;
+  let markOpened = (): void => undefined;
+  const opened = new Promise<void>((resolve) => {
+    markOpened = resolve;
+  });
   let current: AbortController | undefined;
   let resourceVersion: string | undefined;
   const open = (): void => {
@@ -24,12 +30,21 @@ export function keepWatching(kc: KubeConfig, path: string, query: Record<string,
       setTimeout(open, 200);
     }).then((request) => {
       current = request;
+      markOpened();
       if (stopped) request.abort();
     }, () => setTimeout(open, 1_000));
   };
   open();
-  return () => {
+  const stop = (): void => {
     stopped = true;
     current?.abort();
   };
+  return Object.assign(stop, { opened });
+}
+
+/** Stops the watch when called. */
+export interface KeptWatch {
+  (): void;
+  /** Settles once the first request is open at the API server (its initial state on its way). */
+  readonly opened: Promise<void>;
 }

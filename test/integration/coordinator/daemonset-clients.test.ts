@@ -38,6 +38,9 @@ describe('device clients not paused by labels', () => {
       return Promise.resolve();
     });
     const oldDriver = (await world.driverPods())[0]?.metadata?.name ?? '';
+    // Open before the change: the coordinator can delete the exporter within a second of it (CI at f887f69
+    // saw the old driver's deletion but not the exporter's, from a watch still opening).
+    await stopWatching.opened;
     await world.bumpDriver('driver:v2');
 
     await world.waitForDriverPods((pods) => pods.length === 1 && pods[0]?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pods[0]), 150_000).catch(async (error: unknown) => {
@@ -45,6 +48,7 @@ describe('device clients not paused by labels', () => {
       throw new Error(`no Ready v2 driver pod; node ${world.stateOf(n ?? {})}: ${n?.metadata?.annotations?.[world.keys.upgradeReason] ?? ''}`, { cause: error });
     });
     await world.waitForStates({ [node]: 'upgrade-done' }, 150_000);
+    expect([...gone.keys()], 'pods seen deleted').toContain(exporterBefore);
     expect(gone.get(exporterBefore) ?? Infinity).toBeLessThan(gone.get(oldDriver) ?? 0);
     const deleted = [...gone.keys()].filter((n) => n.startsWith('exporter-'));
     process.stdout.write(`[dsclient] exporter pods deleted: ${deleted.length}; old driver deleted ${((gone.get(oldDriver) ?? 0) - (gone.get(exporterBefore) ?? 0)) / 1000} s after the first exporter pod\n`);

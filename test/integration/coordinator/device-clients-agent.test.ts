@@ -53,6 +53,7 @@ describe('device clients around the driver restart, real agent', () => {
       stopWatching();
       return Promise.resolve();
     });
+    await stopWatching.opened;
     await world.createRollout({ upgradePolicy: { clients: { operandLabels: [DEVICE_PLUGIN_LABEL] } } });
     await world.startCoordinator(AGENT_TEST_LEASE);
     await world.waitForStates({ [node]: 'upgrade-done' });
