@@ -32,7 +32,7 @@ is_complete() {
 kwok_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-delete.yaml)
 copy_kwok_stages() {
   local dir
-  dir=$(cd "$work" && GOTOOLCHAIN=local GOFLAGS= go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  dir=$(cd "$work" && GOTOOLCHAIN=local GOFLAGS= go_download_json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   mkdir -p "$bin/kwok-stages"
   for s in "${kwok_stages[@]}"; do install -m 0644 "$dir/kustomize/stage/$s" "$bin/kwok-stages/"; done
 }
@@ -76,13 +76,13 @@ require go.etcd.io/etcd/server/v3 $ETCD_VERSION
 
 tool go.etcd.io/etcd/server/v3
 MOD
-(cd "$emod" && log "go mod tidy for etcd $ETCD_VERSION" && go mod tidy)
+(cd "$emod" && log "go mod tidy for etcd $ETCD_VERSION" && go_downloading mod tidy)
 log "building etcd $ETCD_VERSION"
 (cd "$emod" && go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
 
 # --- KWOK: no replaces, builds as is.
 log "building kwok $KWOK_VERSION"
-GOBIN="$bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+GOBIN="$bin" go_downloading install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 copy_kwok_stages
 
 touch "$bin/.complete"

@@ -11,6 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=go-download.sh
+source "$here/go-download.sh"
 
 cache=${DRIVER_ROLLOUT_CACHE:-$HOME/.cache/driver-rollout}
 key="helm-${HELM_VERSION}"
@@ -37,7 +39,7 @@ if [ -f "$bin/.complete" ]; then log "warm cache (built by a concurrent run): $h
 started=$SECONDS
 major=${HELM_VERSION%%.*}
 log "building helm $HELM_VERSION (helm.sh/helm/$major)"
-GOBIN="$bin" go install -trimpath \
+GOBIN="$bin" go_downloading install -trimpath \
   -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$HELM_VERSION" \
   "helm.sh/helm/$major/cmd/helm@$HELM_VERSION"
 touch "$bin/.complete"

@@ -12,6 +12,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=go-download.sh
+source "$here/go-download.sh"
 
 cache=${DRIVER_ROLLOUT_CACHE:-$HOME/.cache/driver-rollout}
 dir="$cache/monitoring/prometheus-operator-crds-${PROMETHEUS_OPERATOR_VERSION}"
@@ -31,7 +33,7 @@ if [ -f "$dir/.complete" ]; then log "warm cache (fetched by a concurrent run): 
 module="github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}"
 log "go mod download $module"
 # Outside any module: GOFLAGS=-mod=mod would need a go.mod; the download needs none.
-json=$(cd "$(mktemp -d)" && GOTOOLCHAIN=local GOFLAGS= go mod download -json "$module")
+json=$(cd "$(mktemp -d)" && GOTOOLCHAIN=local GOFLAGS= go_download_json "$module")
 src=$(printf '%s' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -n "$src" ] && [ -d "$src/example/prometheus-operator-crd" ] || { log "no example/prometheus-operator-crd in the module: $json"; exit 1; }
 # install, not cp: the module cache is read-only, and a rerun after an interruption must overwrite.

@@ -4,6 +4,9 @@
 # with its published v0.x version instead. Needs KUBERNETES_VERSION (versions.env) and a `log`
 # function from the caller.
 
+# shellcheck source=go-download.sh
+source "$(dirname "${BASH_SOURCE[0]}")/go-download.sh"
+
 # Puts Go on PATH and sets a reproducible build environment; fails naming what is missing.
 setup_go() {
   [ -x /usr/local/go/bin/go ] && PATH=$PATH:/usr/local/go/bin
@@ -18,7 +21,7 @@ write_kubernetes_wrapper() {
   mkdir -p "$dir"
   log "resolving k8s.io/kubernetes@$KUBERNETES_VERSION"
   local upstream_mod staging_version t
-  upstream_mod=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  upstream_mod=$(cd "$dir" && go_download_json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
   staging_version="v0${KUBERNETES_VERSION#v1}"
   {
     echo "module $name"
@@ -32,7 +35,7 @@ write_kubernetes_wrapper() {
     for t in "$@"; do echo "tool k8s.io/kubernetes/cmd/$t"; done
   } > "$dir/go.mod"
   log "wrapper module has $(grep -c '^replace' "$dir/go.mod") staging replaces"
-  (cd "$dir" && log "go mod tidy (downloads modules)" && go mod tidy)
+  (cd "$dir" && log "go mod tidy (downloads modules)" && go_downloading mod tidy)
 }
 
 # build_kubernetes_command <wrapper dir> <command> <output path>: stripped, with the version
