@@ -13,7 +13,7 @@ import { aGpuNode } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
 import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
-import { startAgentProcess } from './agent-process.ts';
+import { AGENT_TEST_TIMEOUT_MS, FIRST_LOAD_HANG_MS, startAgentProcess } from './agent-process.ts';
 
 // The shipped DaemonSet, applied as is (namespace and a test nodeSelector aside) to the real
 // API server and DaemonSet controller; KWOK plays the kubelet and honours readiness gates. The
@@ -110,7 +110,7 @@ describe('manifests/driver-daemonset.yaml on the real API server', () => {
       const ready = await waitUntil('the driver pod to become Ready', async () => {
         const p = await core.readNamespacedPod({ name: pod.metadata?.name ?? '', namespace: ns.name });
         return podReady(p) === 'True' ? p : undefined;
-      }, { timeoutMs: 120_000, intervalMs: 200 });
+      }, { timeoutMs: FIRST_LOAD_HANG_MS, intervalMs: 200 });
       expect(ready.status?.conditions?.find((c) => c.type === keys.driverReadyCondition)).toMatchObject({ status: 'True', reason: 'Loaded' });
       const labels = (await core.readNode({ name: nodeName })).metadata?.labels ?? {};
       expect(labels).toMatchObject({
@@ -133,5 +133,5 @@ describe('manifests/driver-daemonset.yaml on the real API server', () => {
       if (!agent.hasExited()) agent.signal('SIGKILL');
       await agent.exited;
     }
-  });
+  }, AGENT_TEST_TIMEOUT_MS);
 });

@@ -17,7 +17,7 @@ import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts'
 import { applyDriverSecurity, waitForDriverPolicy, type DriverSecurity } from '../init-container/apply-driver-security.ts';
 import { tokenKubeConfig } from '../init-container/token-kube-config.ts';
 import { TEST_NODE_LABEL, uniqueTestId } from '../test-bed/fixtures.ts';
-import { startAgentProcess } from './agent-process.ts';
+import { AGENT_TEST_TIMEOUT_MS, FIRST_LOAD_HANG_MS, startAgentProcess } from './agent-process.ts';
 
 // The agent with the identity the DaemonSet gives it: manifests/driver-rbac.yaml and
 // manifests/safe-load-policy.yaml as shipped, and a token bound to its pod (what the kubelet
@@ -103,7 +103,7 @@ describe('the agent with the driver service account (token bound to its pod)', (
       await waitUntil('the pod Ready through its gate', async () => {
         const p = await core.readNamespacedPod({ name: pod, namespace: ns.name });
         return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
-      }, { timeoutMs: 120_000, intervalMs: 200 });
+      }, { timeoutMs: FIRST_LOAD_HANG_MS, intervalMs: 200 });
       const labels = await waitUntil('the driver labels on the node', async () => {
         const l = (await core.readNode({ name: nodeName })).metadata?.labels ?? {};
         return l[keys.driverReady] === 'true' ? l : undefined;
@@ -128,7 +128,7 @@ describe('the agent with the driver service account (token bound to its pod)', (
       if (!agent.hasExited()) agent.signal('SIGKILL');
       await agent.exited;
     }
-  });
+  }, AGENT_TEST_TIMEOUT_MS);
 
   it('is denied what it does not need: secrets, another node, evictions, pods of others', async () => {
     const driverCore = driverKc.makeApiClient(CoreV1Api);
