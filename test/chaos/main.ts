@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../bed/control-plane.ts';
 import { runScenario, SCENARIOS, type Scenario, type ScenarioResult } from './run-scenario.ts';
+import { shortNodeName } from './short-node-name.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,7 +50,7 @@ async function main(): Promise<number> {
       results.push(result);
       say(`  ${result.seconds.toFixed(0)} s, ${result.faults.length} faults, ${result.checks} changes checked, ${result.violations.length} violations`);
       say(`  faults: ${result.faults.join('; ')}`);
-      say(`  end: ${result.final.map((f) => `${f.node.slice(-2)} ${f.state}${f.ready ? '' : ' NotReady'}${f.state === 'upgrade-done' ? '' : ` (${f.reason})`}`).join('; ')}`);
+      say(`  end: ${result.final.map((f) => `${shortNodeName(f.node)} ${f.state}${f.ready ? '' : ' NotReady'}${f.state === 'upgrade-done' ? '' : ` (${f.reason})`}`).join('; ')}`);
       for (const v of result.violations) say(`  VIOLATION ${v}  (replay: npm run chaos -- --scenario ${scenario} --seed ${seed} --iterations 1)`);
     }
   } finally {

@@ -14,6 +14,7 @@ import { createNodeDaemonSet } from '../integration/coordinator/operand-daemonse
 import { readRollout } from '../observer/rollout-promises.ts';
 import { randomFrom } from '../unit/coordinator/plan/simulate.ts';
 import { watchPromises, type PromiseWatch } from './watch-promises.ts';
+import { shortNodeName } from './short-node-name.ts';
 
 export const SCENARIOS = [
   'kill-coordinator',
@@ -258,7 +259,7 @@ async function waitForEnd(world: RolloutWorld, image: string, deadline: () => nu
       const states = nodes.map((n) => {
         const pod = pods.find((p) => p.spec?.nodeName === n.metadata?.name && p.metadata?.deletionTimestamp === undefined);
         const restarts = Math.max(0, ...[...(pod?.status?.initContainerStatuses ?? []), ...(pod?.status?.containerStatuses ?? [])].map((c) => c.restartCount));
-        return `${n.metadata?.name?.slice(-2) ?? ''}:${world.stateOf(n)}${restarts > 0 ? ` (${restarts} restarts)` : ''}`;
+        return `${shortNodeName(n.metadata?.name ?? '')}:${world.stateOf(n)}${restarts > 0 ? ` (${restarts} restarts)` : ''}`;
       });
       const now = states.join(' ');
       if (now !== last) log(`  +${((Date.now() - begun) / 1000).toFixed(1)} s ${now}`);
@@ -405,7 +406,7 @@ async function afterTransitions(ctx: FaultContext, count: number): Promise<void>
 
 /** ", in flight: n1 drain-required, n3 cordon-required" (the nodes in an upgrading state), or "". */
 function inFlight(ctx: FaultContext): string {
-  const busy = [...ctx.watch.states()].filter(([, s]) => UPGRADING.has(s)).map(([n, s]) => `${n.slice(-2)} ${s}`);
+  const busy = [...ctx.watch.states()].filter(([, s]) => UPGRADING.has(s)).map(([n, s]) => `${shortNodeName(n)} ${s}`);
   return busy.length === 0 ? '' : `, in flight: ${busy.join(', ')}`;
 }
 
@@ -585,7 +586,7 @@ async function agentsKilled(ctx: FaultContext): Promise<void> {
     if (victim === undefined) continue;
     victim.kill();
     kills += 1;
-    ctx.addFault(`SIGKILL ${victim.container} of ${victim.pod} on ${victim.node.slice(-2)} (${states.get(victim.node) ?? '?'})`);
+    ctx.addFault(`SIGKILL ${victim.container} of ${victim.pod} on ${shortNodeName(victim.node)} (${states.get(victim.node) ?? '?'})`);
   }
 }
 
@@ -596,7 +597,7 @@ async function agentsKilled(ctx: FaultContext): Promise<void> {
  */
 function endsOnRestartRule(final: readonly NodeEnd[]): string | null {
   const failed = final.filter((f) => f.state === 'upgrade-failed');
-  const ends = final.map((f) => `${f.node.slice(-2)} ${f.state} (${f.reason})`).join('; ');
+  const ends = final.map((f) => `${shortNodeName(f.node)} ${f.state} (${f.reason})`).join('; ');
   if (failed.length === 0) return `no node failed: ${ends}`;
   const otherRule = failed.filter((f) => !/is not Ready after (1[1-9]|[2-9]\d|\d{3,}) restarts \(.*agent: CrashLoopBackOff/.test(f.reason));
   if (otherRule.length > 0) return `failed on another rule than the restart count: ${ends}`;
