@@ -8,6 +8,7 @@
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { COORDINATOR_ALLOCATOR_ENV } from '../../coordinator/allocator-env.ts';
 import { ingestNode, ingestPod } from '../../coordinator/cluster/ingest-cached-object.ts';
 import { startControlPlane } from '../../test/bed/control-plane.ts';
 import { startProgram } from '../../test/bed/program-process.ts';
@@ -54,7 +55,8 @@ export async function memoryFigures(nodes: number, log: (line: string) => void):
     log(`made in ${round(made.seconds + madePods.seconds, 1)} s (${made.retries + madePods.retries} retried requests)`);
     log('starting the coordinator');
     const coordinator = startProgram('coordinator/main.ts', {
-      env: {},
+      // As in the coordinator's pod (manifests/coordinator.yaml).
+      env: { ...COORDINATOR_ALLOCATOR_ENV },
       args: ['--kubeconfig', plane.kubeconfigPath, '--namespace', 'work', '--lease-namespace', 'work', '--identity', 'mem', '--metrics-port', '0', '--log-level', 'info'],
     });
     try {

@@ -16,6 +16,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type Ku
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { COORDINATOR_ALLOCATOR_ENV } from '../../coordinator/allocator-env.ts';
 import { UPGRADING_STATES } from '../../coordinator/plan/pool-capacity.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../../coordinator/policy/driver-rollout-spec.ts';
 import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
@@ -169,7 +170,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   }));
   const metricsPort = await freePort();
   const coordinator = startProgram('coordinator/main.ts', {
-    env: {},
+    env: { ...COORDINATOR_ALLOCATOR_ENV },
     args: ['--kubeconfig', coordinatorKubeconfig, '--namespace', NS, '--lease-namespace', NS, '--identity', 'bench', '--metrics-port', String(metricsPort), '--log-level', 'warn', ...LEASE_FLAGS],
   });
   const apiPort = Number(new URL(plane.server).port);

@@ -2,6 +2,7 @@ import { loadAllYaml, type KubernetesObject } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { COORDINATOR_ALLOCATOR_ENV } from '../../../coordinator/allocator-env.ts';
 
 /**
  * Checks on deploy/kustomize/driver-rollout.yaml, the chart rendered with its default values
@@ -63,6 +64,18 @@ describe('the chart rendered with default values (deploy/kustomize)', () => {
     expect(pod.containers[0]?.args).toEqual(['--namespace=driver-rollout', '--lease-name=driver-rollout-coordinator', '--metrics-port=8080']);
     expect(find('PodDisruptionBudget', 'driver-rollout-coordinator').spec).toMatchObject({ maxUnavailable: 1 });
     expect(find('Service', 'driver-rollout-coordinator-metrics').spec).toMatchObject({ ports: [{ name: 'metrics', port: 8080 }] });
+  });
+
+  it('runs the coordinator with the malloc settings of coordinator/allocator-env.ts, as manifests/coordinator.yaml does', async () => {
+    type Container = { env: { name: string; value?: string }[] };
+    const envOf = (d: Doc): Record<string, string | undefined> =>
+      Object.fromEntries((d.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers[0]?.env.map((e) => [e.name, e.value]) ?? []);
+    const rendered = envOf(find('Deployment', 'driver-rollout-coordinator'));
+    const plain = envOf(await manifest('manifests/coordinator.yaml', 'Deployment'));
+    for (const [name, value] of Object.entries(COORDINATOR_ALLOCATOR_ENV)) {
+      expect(rendered[name], name).toBe(value);
+      expect(plain[name], name).toBe(value);
+    }
   });
 
   it('has one driver DaemonSet and one DriverRollout per driver, on the nodes NFD labels with the device', () => {
