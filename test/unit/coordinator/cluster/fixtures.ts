@@ -38,6 +38,9 @@ export interface PodExtra {
   status?: Partial<NonNullable<V1Pod['status']>>;
 }
 
+/** When a `deleting` pod's deletion was asked for (ms since the epoch). */
+export const DELETION_TIME_MS = 1_700_000_000_000;
+
 export const aPod = (namespace: string, name: string, node: string, extra: PodExtra = {}): V1Pod => ({
   metadata: {
     namespace,
@@ -45,7 +48,8 @@ export const aPod = (namespace: string, name: string, node: string, extra: PodEx
     uid: `pod-${namespace}-${name}`,
     labels: extra.labels ?? {},
     ...(extra.mirror === true ? { annotations: { 'kubernetes.io/config.mirror': 'x' } } : {}),
-    ...(extra.deleting === true ? { deletionTimestamp: new Date() } : {}),
+    // A fixed time: the coordinator reads only whether it is set, and two fixtures built a millisecond apart must be equal.
+    ...(extra.deleting === true ? { deletionTimestamp: new Date(DELETION_TIME_MS) } : {}),
     ...(extra.created === undefined ? {} : { creationTimestamp: extra.created }),
     ...(extra.owner === undefined ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: extra.owner.kind, name: extra.owner.name ?? 'owner', uid: extra.owner.uid, controller: true }] }),
   },
