@@ -111,6 +111,12 @@ export interface DriverKeys {
    */
   readonly clientsRecreated: string;
   /**
+   * Node annotation (ours): comma-separated device client pods (`<namespace>/<name>`) the
+   * pod-restart step deleted on its first pass; they are waited for, any other client pod created
+   * from the step's first second on is a replacement (device-clients.ts).
+   */
+  readonly clientsStopped: string;
+  /**
    * Node annotation (agent, OWN_KEY_DOMAIN): the driver loaded now and the pod that loaded it,
    * `{"pod":"<ns>/<name>","driver":<fingerprint>}` (shared/driver-identity.ts); set once the load
    * is verified (fast path included), removed when the agent unloads, fails or finds no device.
@@ -158,6 +164,7 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     pausedOperands: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.paused-operands`,
     operandPauseStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.operand-pause-start-time`,
     clientsRecreated: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.clients-recreated`,
+    clientsStopped: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.clients-stopped`,
     driverLoaded: `${fact}-driver-loaded`,
     restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
   };

@@ -31,10 +31,11 @@ export function pausedOperands(annotations: Readonly<Record<string, string>>, ke
  * Before the driver pod is replaced: pause the operand labels present, delete the other
  * DaemonSet pods that use the device, and wait (clients.timeoutSeconds, then upgrade-failed)
  * until none of them is on the node. null when nothing is left to stop.
- * Only clients created before the step began (operandPauseStartTime) are deleted and waited for:
- * their DaemonSet recreates them at once (DaemonSet pods tolerate the cordon), and the coordinator
- * is stateless, so "delete once" comes from the pods' creation times. Replacements are left alone
- * (recreatedClientWarnings says so once per DaemonSet).
+ * Only the clients there when the step began are deleted and waited for: their DaemonSet recreates
+ * them at once (DaemonSet pods tolerate the cordon), and the coordinator is stateless, so "delete
+ * once" lives on the node: the first pass records the step's start (operandPauseStartTime) and the
+ * pods it stops (clientsStopped). Replacements are left alone (recreatedClientWarnings says so once
+ * per DaemonSet).
  */
 export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResult | null {
   const keys = ctx.policy.keys;
@@ -51,15 +52,20 @@ export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResu
   const paused = new Set(settings.operandLabels.filter((k) => labels[k] !== undefined));
   const operands = node.view.snapshot.pods.filter((p) => !isTerminal(p) && p.nodeLabelKeys.some((k) => paused.has(k)));
   const timer = readTimer(node, ctx, keys.operandPauseStartTime, settings.timeoutSeconds);
-  const clients = node.view.snapshot.pods.filter((p) => !operands.includes(p) && isDeviceClient(p, ctx) && !isReplacement(p, timer.start));
+  // First pass (no start recorded yet): nothing was deleted, so every client there is one to stop.
+  const firstPass = timer.actions.length > 0;
+  const stopped = stoppedClients(node.view.annotations, keys.clientsStopped);
+  const clients = node.view.snapshot.pods.filter((p) => !operands.includes(p) && isDeviceClient(p, ctx) && (firstPass || !isReplacement(p, timer.start, stopped)));
   if (pausing.length === 0 && operands.length === 0 && clients.length === 0) return null;
   const left = [...operands, ...clients];
   if (timer.expired) return fail(node, ctx, `device clients still on the node ${settings.timeoutSeconds}s after they were stopped: ${listPods(left)}`);
+  const record: NodeAction[] = firstPass && clients.length > 0 ? [{ kind: 'setAnnotation', node: name, key: keys.clientsStopped, value: clients.map(podKey).join(',') }] : [];
   const deletes: NodeAction[] = clients.filter((p) => !p.deleting).map((p) => ({ kind: 'deletePod', node: name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } }));
   const what = left.length > 0 ? `waiting for device clients to leave: ${listPods(left)}` : `pausing operands: ${toPause.join(', ')}`;
   return wait(
     { code: 'waiting-for-clients', message: `${what} (${timeoutText(settings.timeoutSeconds)})`, detail: `${what} ${timer.progress}` },
-    [...pausing, ...timer.actions, ...deletes],
+    // The record before the deletions: a coordinator killed in between still knows which pods were the originals.
+    [...pausing, ...timer.actions, ...record, ...deletes],
     timer.deadline,
   );
 }
@@ -74,12 +80,12 @@ export function recreatedClientWarnings(node: NodeContext, ctx: StepContext): No
   const keys = ctx.policy.keys;
   const started = readUnixSeconds(node.view.annotations, keys.operandPauseStartTime);
   if (started === null) return [];
-  const raw = node.view.annotations[keys.clientsRecreated];
-  const warned = new Set(raw === undefined || raw === '' ? [] : raw.split(','));
+  const warned = commaList(node.view.annotations, keys.clientsRecreated);
+  const stopped = stoppedClients(node.view.annotations, keys.clientsStopped);
   const fresh = new Map<string, PodSnapshot>();
   for (const pod of node.view.snapshot.pods) {
     const daemonSet = `${pod.namespace}/${pod.controllerName ?? ''}`;
-    if (isDeviceClient(pod, ctx) && isReplacement(pod, started) && !warned.has(daemonSet) && !fresh.has(daemonSet)) fresh.set(daemonSet, pod);
+    if (isDeviceClient(pod, ctx) && isReplacement(pod, started, stopped) && !warned.has(daemonSet) && !fresh.has(daemonSet)) fresh.set(daemonSet, pod);
   }
   if (fresh.size === 0) return [];
   const name = node.view.snapshot.name;
@@ -102,13 +108,32 @@ function isDeviceClient(pod: PodSnapshot, ctx: StepContext): boolean {
 }
 
 /**
- * Created after the step began (`start`, ms). Both times count in whole seconds, as the API and the
- * annotation store them, and a pod created in the step's first second counts as a replacement:
- * the loop this prevents recreates pods several times a second. Unknown creation time: older.
+ * A client pod that came after the step began (`start`, ms): not one the first pass stopped, and
+ * created in the step's first second or later. Both times count in whole seconds, as the API and
+ * the annotation store them; a pod there before the step but created in its first second is told
+ * apart by the record (`stopped`, null on nodes stepped by a coordinator that kept none), and one
+ * the first pass did not see yet counts as a replacement: the loop this prevents recreates pods
+ * several times a second. Unknown creation time: older.
  */
-function isReplacement(pod: PodSnapshot, start: number): boolean {
+function isReplacement(pod: PodSnapshot, start: number, stopped: ReadonlySet<string> | null): boolean {
+  if (stopped?.has(podKey(pod)) === true) return false;
   if (pod.createdAt === undefined || pod.createdAt === null) return false;
   return Math.floor(pod.createdAt / 1000) >= Math.floor(start / 1000);
+}
+
+/** The client pods the step's first pass stopped; null when none are recorded. */
+function stoppedClients(annotations: Readonly<Record<string, string>>, key: string): ReadonlySet<string> | null {
+  return annotations[key] === undefined ? null : commaList(annotations, key);
+}
+
+/** A comma-separated annotation's entries; empty when absent or empty. */
+function commaList(annotations: Readonly<Record<string, string>>, key: string): ReadonlySet<string> {
+  const raw = annotations[key];
+  return new Set(raw === undefined || raw === '' ? [] : raw.split(','));
+}
+
+function podKey(pod: PodSnapshot): string {
+  return `${pod.namespace}/${pod.name}`;
 }
 
 /**

@@ -35,7 +35,7 @@ export function timerKeysOf(state: string, keys: DriverKeys): readonly string[] 
       ['wait-for-jobs-required', [keys.waitForPodCompletionStartTime]],
       ['pod-deletion-required', [keys.podDeletionStartTime]],
       ['drain-required', [keys.drainStartTime]],
-      ['pod-restart-required', [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime, keys.clientsRecreated]],
+      ['pod-restart-required', [keys.podRestartStartTime, keys.driverFailingSince, keys.operandPauseStartTime, keys.clientsRecreated, keys.clientsStopped]],
       ['validation-required', [keys.validationStartTime]],
     ]);
     timerKeys.set(keys, byState);
@@ -60,6 +60,7 @@ export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
       keys.driverFailingSince,
       keys.operandPauseStartTime,
       keys.clientsRecreated,
+      keys.clientsStopped,
       keys.validationStartTime,
       keys.restartOnly,
       keys.upgradeStartTime,

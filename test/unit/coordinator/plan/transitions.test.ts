@@ -938,6 +938,7 @@ describe('device clients recreated by their DaemonSet', () => {
   const CLIENTS: UpgradePolicyInput = { clients: { podSelector: 'app=exporter', operandLabels: [] } };
   const original = () => aPod('exporter-a').ownedBy('DaemonSet', 'exporter').labelled({ app: 'exporter' }).createdSecondsAgo(3600);
   const replacement = () => aPod('exporter-b').ownedBy('DaemonSet', 'exporter').labelled({ app: 'exporter' }).createdSecondsAgo(5);
+  const replacementNow = () => aPod('exporter-b').ownedBy('DaemonSet', 'exporter').labelled({ app: 'exporter' }).createdSecondsAgo(0);
   const stepping = () => aNode('n1').inState('pod-restart-required').outdated().cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(10) });
   const warnings = (actions: readonly NodeAction[]): string[] => actions.flatMap((a) => (a.kind === 'emitEvent' && a.type === 'Warning' ? [a.message] : []));
 
@@ -979,10 +980,41 @@ describe('device clients recreated by their DaemonSet', () => {
     expect(annotationWrites(plan, 'n1')[KEYS.operandPauseStartTime]).toBe(secondsAgo(0));
   });
 
+  it('first pass: the clients it deletes are recorded on the node before the deletions', () => {
+    const node = aNode('n1').inState('pod-restart-required').outdated().cordoned().with(original());
+    const actions = actionsOf(planAt(aCluster([node]), aPolicy(CLIENTS)), 'n1');
+    const record = actions.findIndex((a) => a.kind === 'setAnnotation' && a.key === KEYS.clientsStopped);
+    expect(record).toBeGreaterThanOrEqual(0);
+    expect(actions[record]).toMatchObject({ value: 'work/exporter-a' });
+    expect(record).toBeLessThan(actions.findIndex((a) => a.kind === 'deletePod'));
+  });
+
+  // CI at 33c9c03: on a fast machine the exporter was created, the driver installed and upgraded
+  // within one second, so by creation time alone the original looked like its own replacement:
+  // never deleted, and warned about as recreated.
+  it('a client created in the step\'s first second but there before it is deleted on the first pass and waited for after', () => {
+    const sameSecond = () => aPod('exporter-a').ownedBy('DaemonSet', 'exporter').labelled({ app: 'exporter' }).createdSecondsAgo(0);
+    const first = planAt(aCluster([aNode('n1').inState('pod-restart-required').outdated().cordoned().with(sameSecond())]), aPolicy(CLIENTS));
+    expect(effectsOf(first, 'n1')).toEqual(['deletePod:work/exporter-a']);
+    expect(annotationWrites(first, 'n1')[KEYS.clientsStopped]).toBe('work/exporter-a');
+    const started = aNode('n1').inState('pod-restart-required').outdated().cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(0), [KEYS.clientsStopped]: 'work/exporter-a' });
+    const next = planAt(aCluster([started.with(sameSecond().terminating(), replacementNow())]), aPolicy(CLIENTS));
+    expect(effectsOf(next, 'n1')).toEqual([]);
+    expect(reasonOf(next, 'n1')?.detail).toMatch(/^waiting for device clients to leave: work\/exporter-a /);
+    expect(warnings(actionsOf(next, 'n1'))).toHaveLength(1);
+  });
+
+  it('the original gone, its same-second replacement is not deleted: the driver pod is replaced', () => {
+    const started = aNode('n1').inState('pod-restart-required').outdated().cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(0), [KEYS.clientsStopped]: 'work/exporter-a' });
+    const plan = planAt(aCluster([started.with(replacementNow())]), aPolicy(CLIENTS));
+    expect(effectsOf(plan, 'n1')).toEqual(['deleteDriverPod:gpu-operator/gpu-driver-n1']);
+  });
+
   it('the record goes with the step when the new driver is Ready', () => {
-    const node = aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(60), [KEYS.clientsRecreated]: 'work/exporter' }).with(replacement());
+    const node = aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(60), [KEYS.clientsRecreated]: 'work/exporter', [KEYS.clientsStopped]: 'work/exporter-a' }).with(replacement());
     const plan = planAt(aCluster([node]), aPolicy(CLIENTS));
     expect(effectsOf(plan, 'n1')).toEqual(['state:uncordon-required', 'uncordon', 'state:upgrade-done']);
     expect(annotationWrites(plan, 'n1')[KEYS.clientsRecreated]).toBeNull();
+    expect(annotationWrites(plan, 'n1')[KEYS.clientsStopped]).toBeNull();
   });
 });
