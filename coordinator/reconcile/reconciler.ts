@@ -41,6 +41,8 @@ export interface ReconcilerDeps {
   readonly debounceMs?: number;
   /** Nodes the executor works on at once. */
   readonly concurrency?: number;
+  /** Least time between two status writes of one rollout (RolloutStatusWriter; STATUS_MIN_INTERVAL_MS). */
+  readonly statusMinIntervalMs?: number;
 }
 
 export interface Reconciler {
@@ -75,7 +77,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const specs = new SpecParseCache();
   const known = new KnownRollouts();
   const relevance = new PodRelevance();
-  const statuses = new RolloutStatusWriter(deps.writer);
+  const statuses = new RolloutStatusWriter(deps.writer, { now, ...(deps.statusMinIntervalMs === undefined ? {} : { minIntervalMs: deps.statusMinIntervalMs }) });
   const inFlight = new NodePlansInFlight(deps.concurrency ?? 32);
   /** Events sent beside the passes (recordEvent never rejects). */
   const eventsBeside = new Set<Promise<void>>();

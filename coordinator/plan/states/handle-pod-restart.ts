@@ -59,15 +59,14 @@ function restartDriver(node: NodeContext, ctx: StepContext): StepResult {
       pod: { namespace: p.namespace, name: p.name, uid: p.uid },
     }));
     return wait(
-      { code: 'waiting-for-driver-pod', message: `restarting out-of-date driver pod ${outOfDate}`, detail: `deleting out-of-date driver pod ${outOfDate} ${timer.progress}` },
+      { code: 'waiting-for-driver-pod', message: restartingText(ctx), detail: `deleting out-of-date driver pod ${outOfDate} ${timer.progress}` },
       [...timer.actions, ...deletes],
       timer.deadline,
     );
   }
   if (driver.pods.length === 0) {
     if (timer.expired) return fail(node, ctx, `${expired(ctx)}: the DaemonSet has not created one`);
-    const text = 'waiting for the DaemonSet to create the driver pod';
-    return wait({ code: 'waiting-for-driver-pod', message: text, detail: `${text} ${timer.progress}` }, timer.actions, timer.deadline);
+    return wait({ code: 'waiting-for-driver-pod', message: restartingText(ctx), detail: `waiting for the DaemonSet to create the driver pod ${timer.progress}` }, timer.actions, timer.deadline);
   }
   if (driver.revisionUnknown) {
     const text = 'newest revision of the driver DaemonSet not known yet';
@@ -106,12 +105,13 @@ function judgeNotReady(node: NodeContext, ctx: StepContext, timer: Timer, action
       wakeAt,
     );
   }
-  const waiting = driver.waiting === null ? '' : `: ${driver.waiting}`;
+  // driver.waiting names its pod: "<namespace>/<name> <container>: <reason>: <message>".
+  const waiting = driver.waiting === null ? `waiting for driver pod ${pods} to become Ready` : `waiting for the driver pod to become Ready: ${driver.waiting}`;
   return wait(
     {
       code: 'waiting-for-driver-pod',
-      message: `waiting for driver pod ${pods} to become Ready${waiting} (${timeoutText(settings.timeoutSeconds)})`,
-      detail: `waiting for driver pod ${pods} to become Ready${waiting} ${timer.progress} (${driver.restartCount} restarts)`,
+      message: driver.waiting === null ? restartingText(ctx) : `${waiting} (${timeoutText(settings.timeoutSeconds)})`,
+      detail: `${waiting} ${timer.progress} (${driver.restartCount} restarts)`,
     },
     [...actions, ...timer.actions],
     wakeAt,
@@ -152,6 +152,16 @@ function escalate(node: NodeContext, ctx: StepContext): StepResult {
   const name = node.view.snapshot.name;
   const warning = `the driver DaemonSet's new template loads another driver than the one loaded: no longer a restart only; cordoning for the full upgrade`;
   return { kind: 'advance', to: 'cordon-required', actions: [{ kind: 'removeAnnotation', node: name, key: ctx.policy.keys.restartOnly }], chain: true, warning };
+}
+
+/**
+ * The reason while a restart runs its normal course: the old pod deleted, the new one created,
+ * then starting. One text for all three (the pod names are in the detail), so a restart costs no
+ * Node write beyond its state change: each new text would be one more patch per node (issue 16).
+ * A pod stuck in a kubelet waiting reason, or failing by the agent's word, gets its own text.
+ */
+function restartingText(ctx: StepContext): string {
+  return `restarting the driver pod (${timeoutText(ctx.policy.podRestart.timeoutSeconds)})`;
 }
 
 function expired(ctx: StepContext): string {

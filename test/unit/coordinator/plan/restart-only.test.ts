@@ -60,7 +60,7 @@ const cases: Record<string, readonly Case[]> = {
       policy: { drain: { enable: true } },
       effects: ['state:upgrade-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
-      message: /^restart only: driver unchanged: restarting out-of-date driver pod gpu-operator\/gpu-driver-n1$/,
+      message: /^restart only: driver unchanged: restarting the driver pod \(timeout \d+s\)$/,
       annotations: { [KEYS.restartOnly]: 'true', [KEYS.upgradeStartTime]: secondsAgo(0), [KEYS.podRestartStartTime]: secondsAgo(0) },
       event: /^restart only: driver unchanged: the new template loads 570\.86\.15 with the same modules and parameters as loaded by gpu-operator\/gpu-driver-n1/,
     },
@@ -103,7 +103,7 @@ const cases: Record<string, readonly Case[]> = {
       node: aNode('n1').inState('upgrade-required').outdated().cordoned().annotated({ ...LOADED, [KEYS.upgradeStartTime]: secondsAgo(600) }),
       effects: ['state:cordon-required', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
       reason: 'waiting-for-driver-pod',
-      message: /^restarting out-of-date/,
+      message: /^restarting the driver pod /,
       annotations: { [KEYS.restartOnly]: undefined },
     },
     {
@@ -128,7 +128,7 @@ const cases: Record<string, readonly Case[]> = {
       node: aNode('n1').inState('pod-restart-required').driverNotReady().annotated({ ...LOADED, ...RESTART_ONLY, [KEYS.podRestartStartTime]: secondsAgo(5) }).with(gpuPod('train')),
       effects: [],
       reason: 'waiting-for-driver-pod',
-      message: /^restart only: driver unchanged: waiting for driver pod gpu-operator\/gpu-driver-n1 to become Ready/,
+      message: /^restart only: driver unchanged: restarting the driver pod /,
     },
     {
       name: "the new pod's init container asks for a safe load: released at once, no cordon, GPU pod stays",

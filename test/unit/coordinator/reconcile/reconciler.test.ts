@@ -74,6 +74,8 @@ function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: Ret
     },
     metrics: new CoordinatorMetrics(),
     logger: pino({ level: 'silent' }),
+    // Each status as computed: these tests count status writes (the interval between them has its own test, rollout-status-writer.test.ts).
+    statusMinIntervalMs: 0,
   });
   hooks.trigger = () => {
     reconciler.trigger();

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { RequestTimeoutError } from '../../../../coordinator/with-timeout.ts';
-import { RolloutStatusWriter, STATUS_PATCH_TIMEOUT_MS } from '../../../../coordinator/reconcile/rollout-status-writer.ts';
+import { RolloutStatusWriter, STATUS_MIN_INTERVAL_MS, STATUS_PATCH_TIMEOUT_MS } from '../../../../coordinator/reconcile/rollout-status-writer.ts';
 import type { DriverRolloutObject } from '../../../../coordinator/status/driver-rollout-object.ts';
 import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
 
@@ -96,6 +96,7 @@ describe('RolloutStatusWriter', () => {
       };
       return { api, answerNext, pending: () => answers.length };
     }
+    const NO_INTERVAL = { minIntervalMs: 0 };
     const options = (extra: { signal?: AbortSignal; afterWritten?: () => void; failures?: Error[] } = {}) => ({
       signal: extra.signal ?? new AbortController().signal,
       ...(extra.afterWritten === undefined ? {} : { afterWritten: extra.afterWritten }),
@@ -104,7 +105,7 @@ describe('RolloutStatusWriter', () => {
 
     it('statuses submitted while one is being written: only the latest follows it, and what was to follow each runs once it is stored', async () => {
       const { api, answerNext, pending } = aSlowApi();
-      const statuses = new RolloutStatusWriter(api);
+      const statuses = new RolloutStatusWriter(api, NO_INTERVAL);
       const after: string[] = [];
       for (const g of [1, 2, 3]) statuses.submit(aRollout(), ref, { observedGeneration: g }, options({ afterWritten: () => after.push(`after ${g}`) }));
       expect(pending()).toBe(1); // one write at a time
@@ -120,7 +121,7 @@ describe('RolloutStatusWriter', () => {
 
     it('a failed write is reported and forgotten; what was to follow it follows the status waiting behind it', async () => {
       const api = new InMemoryClusterWriter();
-      const statuses = new RolloutStatusWriter(api);
+      const statuses = new RolloutStatusWriter(api, NO_INTERVAL);
       const failures: Error[] = [];
       const after: string[] = [];
       api.failNext.add('patchRolloutStatus');
@@ -132,9 +133,53 @@ describe('RolloutStatusWriter', () => {
       expect(api.statuses.get('ns/gpu')).toEqual({ observedGeneration: 2 });
     });
 
+    it(`writes start at most once per STATUS_MIN_INTERVAL_MS; the latest status held back goes out when it ends (fake clock)`, async () => {
+      vi.useFakeTimers();
+      try {
+        const api = new InMemoryClusterWriter();
+        const statuses = new RolloutStatusWriter(api);
+        statuses.submit(aRollout(), ref, { observedGeneration: 1 }, options());
+        await vi.advanceTimersByTimeAsync(0);
+        expect(api.calls).toHaveLength(1); // the first at once
+        for (const g of [2, 3, 4]) statuses.submit(aRollout(), ref, { observedGeneration: g }, options());
+        await vi.advanceTimersByTimeAsync(STATUS_MIN_INTERVAL_MS - 1);
+        expect(api.calls).toHaveLength(1);
+        expect(statuses.previousStatus(aRollout())).toEqual({ observedGeneration: 4 });
+        await vi.advanceTimersByTimeAsync(1);
+        expect(api.calls).toHaveLength(2);
+        expect(api.statuses.get('ns/gpu')).toEqual({ observedGeneration: 4 });
+        const idle = statuses.idle();
+        statuses.submit(aRollout(), ref, { observedGeneration: 5 }, options());
+        await vi.advanceTimersByTimeAsync(STATUS_MIN_INTERVAL_MS);
+        await idle;
+        expect(api.statuses.get('ns/gpu')).toEqual({ observedGeneration: 5 });
+        expect(api.calls).toHaveLength(3);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it('idle does not wait for a status held back by the interval once its term has ended: it never goes out (fake clock)', async () => {
+      vi.useFakeTimers();
+      try {
+        const api = new InMemoryClusterWriter();
+        const statuses = new RolloutStatusWriter(api);
+        const term = new AbortController();
+        statuses.submit(aRollout(), ref, { observedGeneration: 1 }, options({ signal: term.signal }));
+        await vi.advanceTimersByTimeAsync(0);
+        statuses.submit(aRollout(), ref, { observedGeneration: 2 }, options({ signal: term.signal }));
+        term.abort();
+        await statuses.idle(); // no timer advanced: it must not wait for the held one
+        await vi.advanceTimersByTimeAsync(STATUS_MIN_INTERVAL_MS);
+        expect(api.calls).toEqual(['patchRolloutStatus ns/gpu']);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
     it('nothing goes out once leadership is lost', async () => {
       const { api, answerNext } = aSlowApi();
-      const statuses = new RolloutStatusWriter(api);
+      const statuses = new RolloutStatusWriter(api, NO_INTERVAL);
       const term = new AbortController();
       statuses.submit(aRollout(), ref, { observedGeneration: 1 }, options({ signal: term.signal }));
       statuses.submit(aRollout(), ref, { observedGeneration: 2 }, options({ signal: term.signal }));
