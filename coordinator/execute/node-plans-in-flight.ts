@@ -1,6 +1,7 @@
 import type { NodePlan } from '../plan/action.ts';
 import { executeNodePlan, type ActionFailure, type ExecuteHooks } from './execute-plan.ts';
 import { countedPrefix } from './may-raise-counts.ts';
+import { isInProgress } from '../plan/pool-capacity.ts';
 
 interface Queued {
   readonly plan: NodePlan;
@@ -21,6 +22,10 @@ interface Queued {
  * count them); the rest of its list (e.g. a start's cordon, its Events) goes on beside the
  * passes. Such plans have a lane of their own, so a pass never waits behind plans that only
  * lower counts. At most `concurrency` plans run at once per lane; the rest wait in order.
+ * Plans that move no upgrade along (movesUpgrade: a node marked upgrade-required, a waiting
+ * node's reason or timer) have a lane of their own too: when a new revision marks a thousand
+ * nodes, the first wave's next steps must not queue behind those marks (issue 16: the first wave
+ * of a 1,000-node rollout took 46 s against 30 s for one pod replaced).
  *
  * A node is free again once its writes are answered: its Events (which change nothing a plan
  * reads) may still be under way; `idle` waits for them too.
@@ -28,7 +33,7 @@ interface Queued {
 export class NodePlansInFlight {
   readonly #concurrency: number;
   readonly #busy = new Set<string>();
-  readonly #lanes = { counted: new Lane(), beside: new Lane() };
+  readonly #lanes = { counted: new Lane(), beside: new Lane(), idle: new Lane() };
   readonly #events = new Set<Promise<void>>();
 
   constructor(concurrency: number) {
@@ -48,7 +53,8 @@ export class NodePlansInFlight {
     this.#busy.add(plan.node);
     const countedAfter = countedPrefix(plan);
     if (countedAfter === 0) {
-      this.#lanes.beside.queue.push({ plan, hooks, settled, countedAfter, counted: () => undefined });
+      const lane = movesUpgrade(plan) ? this.#lanes.beside : this.#lanes.idle;
+      lane.queue.push({ plan, hooks, settled, countedAfter, counted: () => undefined });
       this.#pump();
       return Promise.resolve();
     }
@@ -60,12 +66,12 @@ export class NodePlansInFlight {
 
   /** Resolves once nothing is queued or running (e.g. before a replica that stopped leading returns). */
   async idle(): Promise<void> {
-    const running = (): Promise<void>[] => [...this.#lanes.counted.running, ...this.#lanes.beside.running, ...this.#events];
+    const running = (): Promise<void>[] => [...this.#lanes.counted.running, ...this.#lanes.beside.running, ...this.#lanes.idle.running, ...this.#events];
     while (running().length > 0) await Promise.all(running());
   }
 
   #pump(): void {
-    for (const lane of [this.#lanes.counted, this.#lanes.beside]) {
+    for (const lane of [this.#lanes.counted, this.#lanes.beside, this.#lanes.idle]) {
       while (lane.running.size < this.#concurrency) {
         const next = lane.queue.shift();
         if (next === undefined) break;
@@ -91,4 +97,17 @@ export class NodePlansInFlight {
 class Lane {
   readonly queue: Queued[] = [];
   readonly running = new Set<Promise<void>>();
+}
+
+/**
+ * Whether a plan moves an upgrade along: a state change into, out of or within the upgrading
+ * states in progress (cordon-required … uncordon-required), a cordon or uncordon, a label, or a pod action
+ * (a deletion, an eviction, a safe-load release). Otherwise it is bookkeeping of a node that waits
+ * or is done: the upgrade-required mark, a reason, a timer.
+ */
+export function movesUpgrade(plan: NodePlan): boolean {
+  return plan.actions.some((a) => {
+    if (a.kind === 'setState') return isInProgress(a.from) || isInProgress(a.to);
+    return a.kind !== 'emitEvent' && a.kind !== 'setAnnotation' && a.kind !== 'removeAnnotation';
+  });
 }

@@ -2,7 +2,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
-import { NodePlansInFlight } from '../../../../coordinator/execute/node-plans-in-flight.ts';
+import { movesUpgrade, NodePlansInFlight } from '../../../../coordinator/execute/node-plans-in-flight.ts';
 import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
 import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
@@ -96,6 +96,31 @@ describe('NodePlansInFlight', () => {
     expect(api.held()).toEqual(['patch n1', 'patch n3']);
     await api.answer('patch n3');
     expect(counted).toBe(true);
+  });
+
+  it('the next step of an upgrade never queues behind nodes being marked upgrade-required (a lane for bookkeeping)', async () => {
+    const nodes = ['m1', 'm2', 'm3', 'u1'];
+    const api = aHeldWriter(nodes);
+    const inFlight = new NodePlansInFlight(1);
+    const mark = (node: string): NodePlan => ({ node, actions: [setState(node, 'upgrade-done', 'upgrade-required'), event(node, 'upgrade-required')] });
+    for (const n of ['m1', 'm2', 'm3']) void inFlight.start(mark(n), hooksOf(api.writer), () => undefined);
+    const restart: NodePlan = { node: 'u1', actions: [setState('u1', 'wait-for-jobs-required', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'u1', pod: { namespace: 'gpu-operator', name: 'driver-u1', uid: 'p1' } }] };
+    void inFlight.start(restart, hooksOf(api.writer), () => undefined);
+    await tick();
+    // One at a time per lane: m1's mark and u1's step go out together; m2 and m3 wait behind m1 only.
+    expect(api.held()).toEqual(['patch m1', 'patch u1']);
+  });
+
+  it('movesUpgrade: state changes in progress, cordons, labels and pod actions move an upgrade; marks, reasons and timers do not', () => {
+    const plan = (...actions: NodeAction[]): NodePlan => ({ node: 'n1', actions });
+    const reason: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgradeReason, value: 'waiting for a slot' };
+    expect(movesUpgrade(plan(setState('n1', 'upgrade-done', 'upgrade-required'), event('n1', 'upgrade-required'), reason))).toBe(false);
+    expect(movesUpgrade(plan(reason))).toBe(false);
+    expect(movesUpgrade(plan(setState('n1', 'upgrade-failed', 'upgrade-required')))).toBe(false);
+    expect(movesUpgrade(plan(setState('n1', 'uncordon-required', 'upgrade-done')))).toBe(true);
+    expect(movesUpgrade(plan(setState('n1', 'pod-restart-required', 'uncordon-required')))).toBe(true);
+    expect(movesUpgrade(plan({ kind: 'uncordon', node: 'n1' }))).toBe(true);
+    expect(movesUpgrade(plan({ kind: 'clearSafeLoad', node: 'n1', key: keys.waitForSafeLoad }))).toBe(true);
   });
 
   it('a start whose first patch fails is counted (the pass goes on) and settles with the failure', async () => {
