@@ -201,7 +201,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     await until('every node upgraded (out of upgrade-done and back, uncordoned)', timeoutMs, () => Promise.resolve(progress.doneCount() === c.nodes), {
       intervalMs: 100,
       describe: () => `${progress.doneCount()}/${c.nodes} done; not done: ${progress.describeNotDone()}`,
-      stopIf: () => exitedWith(coordinator) ?? progress.stalledFor(300_000 + 2_000 * c.reloadSeconds),
+      stopIf: () => exitedWith(coordinator) ?? progress.failed() ?? progress.stalledFor(300_000 + 2_000 * c.reloadSeconds),
     });
     const doneAt = progress.doneTimes().map((t) => (t - t0) / 1000).sort((a, b) => a - b);
     const wall = doneAt.at(-1) ?? Number.NaN;
@@ -296,6 +296,12 @@ interface Progress {
   maxOutOfService(): number;
   /** The nodes not yet done, by state (a few names each), for a timeout's message. */
   describeNotDone(): string;
+  /**
+   * A message once a node is upgrade-failed, else undefined. No node fails on a sound test bed:
+   * one that does (e.g. NotReady because a loaded machine stopped KWOK's heartbeats) voids the
+   * measurement, and waiting for the others would only end at the stall bound minutes later.
+   */
+  failed(): string | undefined;
   /** A message once no node has changed for `ms`, else undefined. */
   stalledFor(ms: number): string | undefined;
   stop(): void;
@@ -330,6 +336,10 @@ function watchProgress(kc: KubeConfig): Progress {
     doneTimes: () => [...done.values()],
     maxOutOfService: () => maxOut,
     describeNotDone: () => stateCounts([...latest.values()].filter((n) => !done.has(n.metadata?.name ?? ''))),
+    failed: () => {
+      const failed = [...latest.values()].filter((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-failed');
+      return failed.length === 0 ? undefined : `${failed.length} node(s) upgrade-failed, which voids the measurement: ${stateCounts(failed)}`;
+    },
     stalledFor: (ms) => {
       const quiet = performance.now() - lastChange;
       return quiet > ms ? `no node changed for ${Math.round(quiet / 1000)} s` : undefined;
