@@ -5,6 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MERGE_PATCH } from '../shared/kube/patch-options.ts';
+import { hasExited } from '../shared/has-exited.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
@@ -97,7 +98,7 @@ export class ProcessKubelet {
   /** The container processes running now, one per pod (its init container or its main one). */
   running(): RunningContainer[] {
     return [...this.#pods.values()]
-      .filter((r) => !r.stopped && r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null)
+      .filter((r) => !r.stopped && r.child !== undefined && !hasExited(r.child))
       .map((r) => ({ pod: r.pod, node: r.node, container: r.container, kill: () => r.child?.kill('SIGKILL') }));
   }
 
@@ -229,7 +230,7 @@ export class ProcessKubelet {
     if (running === undefined || running.stopped) return;
     running.stopped = true;
     const child = running.child;
-    if (child === undefined || child.exitCode !== null) return;
+    if (child === undefined || hasExited(child)) return;
     await new Promise<void>((settle) => {
       // A container runtime kills what does not stop within the grace period; so do we (10 s).
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
