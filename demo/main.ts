@@ -33,6 +33,7 @@ import { waitUntil } from '../test/bed/wait-until.ts';
 import { aSysfsTree, anH100 } from '../test/fixtures/sysfs/sysfs-tree.ts';
 import { ProcessKubelet } from './process-kubelet.ts';
 import { unavailableByPool, type NodeRow } from './unavailable-by-pool.ts';
+import { hasExited } from '../shared/has-exited.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
@@ -137,7 +138,7 @@ async function runDemo(running: Running, started: number): Promise<void> {
 
 /** SIGTERM, then SIGKILL after 10 s; resolves once the child has exited. */
 async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (hasExited(child)) return;
   const exited = new Promise<void>((settle) => child.once('exit', () => {
     settle();
   }));

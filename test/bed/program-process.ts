@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { resolve } from 'node:path';
+import { hasExited } from '../../shared/has-exited.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
@@ -105,7 +106,7 @@ export function startProgram(mainPath: string, options: ProgramOptions): Program
     hasExited: () => done,
     output: () => output,
     signal: (name) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(name);
+      if (!hasExited(child)) child.kill(name);
     },
     logLine: (match, timeoutMs = 60_000) =>
       new Promise<ProgramLogLine>((found, fail) => {

@@ -3,6 +3,7 @@ import { access, readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { waitUntil } from '../../bed/wait-until.ts';
+import { hasExited } from '../../../shared/has-exited.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const NODE = join(ROOT, 'node_modules/.bin/node');
@@ -28,7 +29,7 @@ describe('npm start (the demo) interrupted', () => {
     // Should the test end early (a timeout), the demo must not outlive it: its stdout would be a
     // broken pipe and its SIGINT handler could not finish.
     onTestFinished(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      if (!hasExited(child)) child.kill('SIGINT');
     });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { pino, type Logger } from 'pino';
 import { createRealKernel } from '../../../agent/kernel/real-kernel.ts';
 import { runScenario, type Scenario, type ScenarioOutcome, type ScenarioWorld } from './scenario.ts';
+import { hasExited } from '../../../shared/has-exited.ts';
 
 const run = promisify(execFile);
 
@@ -78,7 +79,7 @@ async function holdOpen(device: string): Promise<ChildProcess> {
 
 /** Resolves once the child is reaped: by then the kernel has released its files (exit_files runs before exit_notify). */
 async function release(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (hasExited(child)) return;
   const exited = once(child, 'exit');
   child.kill('SIGKILL');
   await exited;
