@@ -3,6 +3,7 @@ import {
   adminCordoned,
   blockedByLimit,
   haltedByBudget,
+  isJoining,
   limitViolations,
   neverDisruptedRemoval,
   OPERAND_PAUSED,
@@ -126,7 +127,11 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
     const priorState = nodes.get(name)?.labels[options.rollout.stateKey];
     if (type !== 'DELETED' && priorState !== node.metadata?.labels?.[options.rollout.stateKey]) transitions += 1;
     if (type === 'DELETED') nodes.delete(name);
-    else nodes.set(name, observeNode(node));
+    else {
+      const observed = observeNode(node);
+      const joining = isJoining(nodes.get(name), observed.ready, type === 'ADDED');
+      nodes.set(name, joining ? { ...observed, joining } : observed);
+    }
     const after = [...nodes.values()];
     const labels = node.metadata?.labels ?? {};
     const paused = pausedOn.get(name) ?? new Set<string>();

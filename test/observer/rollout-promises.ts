@@ -32,6 +32,23 @@ export interface ObservedNode {
   readonly annotations: Readonly<Record<string, string>>;
   readonly unschedulable: boolean;
   readonly ready: boolean;
+  /**
+   * Joined while the observer watched and not yet seen Ready: a node on its way in, which has
+   * never given its pool any capacity. The limits leave it out of the pool (out of its count and
+   * of the total the percentage is taken of): a rollout that started a node a moment before such
+   * a node showed up took nothing from it, and could not have known of it (chaos node-churn,
+   * CI run of session 8: a pool of one in service started its node as a new node joined NotReady).
+   */
+  readonly joining?: boolean;
+}
+
+/**
+ * Whether a node the watch just saw is joining (ObservedNode.joining): not Ready, and either first
+ * seen by an ADDED event after the watch began (`prior` undefined) or joining when last seen.
+ */
+export function isJoining(prior: ObservedNode | undefined, ready: boolean, added: boolean): boolean {
+  if (ready) return false;
+  return prior === undefined ? added : prior.joining === true;
 }
 
 export interface LabelSelectorObject {
@@ -219,20 +236,33 @@ export function isOutOfService(node: ObservedNode, stateKey: string): boolean {
   return node.unschedulable || !node.ready || UPGRADING.has(stateOf(node, stateKey));
 }
 
+/** `node cordon-required`, `node NotReady, cordoned`: what makes a node out of service. */
+function whyOutOfService(node: ObservedNode, stateKey: string): string {
+  const state = stateOf(node, stateKey);
+  const reasons = [...(UPGRADING.has(state) ? [state] : []), ...(node.ready ? [] : ['NotReady']), ...(node.unschedulable ? ['cordoned'] : [])];
+  return `${node.name} ${reasons.join(', ')}`;
+}
+
 interface PoolTally {
   total: number;
   outOfService: number;
   upgrading: number;
+  /** The out-of-service nodes and why, for a violation's message: `node state`, `node NotReady`, `node cordoned`. */
+  why: string[];
 }
 
 function tally(nodes: readonly ObservedNode[], rollout: ObservedRollout): Map<string, PoolTally> {
   const pools = new Map<string, PoolTally>();
   for (const node of nodes) {
+    if (node.joining === true) continue;
     const pool = poolOf(node, rollout);
     if (pool === null) continue;
-    const t = pools.get(pool) ?? { total: 0, outOfService: 0, upgrading: 0 };
+    const t = pools.get(pool) ?? { total: 0, outOfService: 0, upgrading: 0, why: [] };
     t.total += 1;
-    if (isOutOfService(node, rollout.stateKey)) t.outOfService += 1;
+    if (isOutOfService(node, rollout.stateKey)) {
+      t.outOfService += 1;
+      t.why.push(whyOutOfService(node, rollout.stateKey));
+    }
     if (UPGRADING.has(stateOf(node, rollout.stateKey))) t.upgrading += 1;
     pools.set(pool, t);
   }
@@ -268,7 +298,7 @@ export function limitViolations(before: readonly ObservedNode[], after: readonly
     const pool = poolByName(rollout, name);
     const limit = allowedUnavailable(pool.maxUnavailable, t.total);
     if (takenOut.has(name) && t.outOfService > limit) {
-      violations.push(`pool ${name}: ${t.outOfService} of ${t.total} nodes out of service, maxUnavailable ${String(pool.maxUnavailable)} allows ${limit}`);
+      violations.push(`pool ${name}: ${t.outOfService} of ${t.total} nodes out of service, maxUnavailable ${String(pool.maxUnavailable)} allows ${limit} (${t.why.join(', ')})`);
     }
     if (started.has(name) && pool.maxParallelUpgrades > 0 && t.upgrading > pool.maxParallelUpgrades) {
       violations.push(`pool ${name}: ${t.upgrading} nodes upgrading, maxParallelUpgrades ${pool.maxParallelUpgrades}`);

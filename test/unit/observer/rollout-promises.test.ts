@@ -4,6 +4,7 @@ import {
   allowedUnavailable,
   blockedByLimit,
   haltedByBudget,
+  isJoining,
   neverDisruptedRemoval,
   limitViolations,
   operandLabelsOf,
@@ -24,6 +25,7 @@ const node = (name: string, state: string, extra: Partial<ObservedNode> = {}): O
   annotations: extra.annotations ?? {},
   unschedulable: extra.unschedulable ?? false,
   ready: extra.ready ?? true,
+  ...(extra.joining === undefined ? {} : { joining: extra.joining }),
 });
 const rollout = readRollout({
   driverName: 'gpu',
@@ -62,7 +64,7 @@ describe('the limits across one change', () => {
   it('flags a pool taken above its limit (34% of 3 = 2) by the rollout', () => {
     const before = pool(['cordon-required', 'upgrade-required', 'upgrade-required']);
     const after = pool(['cordon-required', 'cordon-required', 'cordon-required']);
-    expect(limitViolations(before, after, rollout)).toEqual(['pool a: 3 of 3 nodes out of service, maxUnavailable 34% allows 2']);
+    expect(limitViolations(before, after, rollout)).toEqual(['pool a: 3 of 3 nodes out of service, maxUnavailable 34% allows 2 (n0 cordon-required, n1 cordon-required, n2 cordon-required)']);
   });
 
   it('counts NotReady nodes as out of service, but does not blame the rollout for a node turning NotReady', () => {
@@ -71,6 +73,26 @@ describe('the limits across one change', () => {
     expect(limitViolations(before, started, rollout)).toHaveLength(1);
     const worldOnly = pool(['upgrade-done', 'upgrade-done', 'upgrade-done'], [{ ready: false }, { ready: false }, { ready: false }]);
     expect(limitViolations(pool(['upgrade-done', 'upgrade-done', 'upgrade-done']), worldOnly, rollout)).toEqual([]);
+  });
+
+  it('leaves a joining node (added NotReady, never seen Ready) out of the pool: a start it could not know of took nothing from it', () => {
+    // Chaos node-churn, seed 684843: n0 started as n1 joined; 34% of 2 would allow 1, of 1 allows 1.
+    const before = pool(['upgrade-done', 'unknown'], [{}, { ready: false, joining: true }]);
+    const after = pool(['cordon-required', 'unknown'], [{}, { ready: false, joining: true }]);
+    expect(limitViolations(before, after, rollout)).toEqual([]);
+    const notReadyMember = pool(['cordon-required', 'unknown'], [{}, { ready: false }]);
+    expect(limitViolations(pool(['upgrade-done', 'unknown'], [{}, { ready: false }]), notReadyMember, rollout)).toEqual([
+      'pool a: 2 of 2 nodes out of service, maxUnavailable 34% allows 1 (n0 cordon-required, n1 NotReady)',
+    ]);
+  });
+
+  it('takes a node for joining from its ADDED event until it is first seen Ready', () => {
+    expect(isJoining(undefined, false, true)).toBe(true);
+    expect(isJoining(undefined, false, false)).toBe(false);
+    const joining = node('n', 'unknown', { ready: false, joining: true });
+    expect(isJoining(joining, false, false)).toBe(true);
+    expect(isJoining(joining, true, false)).toBe(false);
+    expect(isJoining(node('n', 'unknown', { ready: true }), false, false)).toBe(false);
   });
 
   it('lets nodes already out of service start even above the limit', () => {
