@@ -10,7 +10,8 @@ import type { UpgradeState } from '../../shared/keys.ts';
  * running the list in order: a merge patch applies its changes as if one after another, an Event
  * changes nothing the planner reads, and if the patch fails none of the transitions it carries
  * happened, so none of their Events is sent. Pod actions keep their place: a patch after a pod
- * action is not moved before it. A cordon after a state change begins a new patch (see below).
+ * action is not moved before it. A start's cordon rides in the patch that stores cordon-required
+ * (the planner stops a node in cordon-required until a snapshot shows the cordon).
  *
  * An Event that reports a state label ("Successfully updated node state label to [X]",
  * `reportsState`) is sent only for the state the patch stores: a state entered and left within
@@ -29,9 +30,6 @@ export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly N
     events = [];
   };
   for (const action of actions) {
-    // A cordon after a state change starts a patch of its own: cordon-required is stored before
-    // the node is cordoned, as upstream does, so a watcher sees the state and then the cordon.
-    if (action.kind === 'cordon' && patch.some((a) => a.kind === 'setState')) flush();
     if (isNodeObjectAction(action)) patch.push(action);
     else if (action.kind === 'emitEvent') events.push(action);
     else {

@@ -48,7 +48,7 @@ export type StepResult =
     }
   /** Stay; `reason` says why; `wakeAt` (ms) when a timer could change the decision. */
   | { readonly kind: 'wait'; readonly actions: readonly NodeAction[]; readonly reason: Reason; readonly wakeAt: number | null }
-  /** Nothing to do and nothing to explain (e.g. upgrade-done and current). */
+  /** Nothing to explain: done and current, or a step that only waits for its own write to show (the cordon). */
   | { readonly kind: 'idle'; readonly actions: readonly NodeAction[] }
   /** In upgrade-required and ready to be considered for a slot. */
   | { readonly kind: 'candidate'; readonly actions: readonly NodeAction[] };

@@ -16,7 +16,7 @@ const reason: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgrad
 describe('coalesceNodeActions', () => {
   it.each<[string, NodeAction[], unknown[]]>([
     ['two transitions in one pass: one patch, then both Events in order', [ann, state('upgrade-required', 'cordon-required'), event('a'), reason, state('cordon-required', 'wait-for-jobs-required'), event('b')], [[ann, state('upgrade-required', 'cordon-required'), reason, state('cordon-required', 'wait-for-jobs-required')], event('a'), event('b')]],
-    ['a cordon after a state change starts a new patch: cordon-required is stored before the cordon', [ann, state('upgrade-required', 'cordon-required'), event('a'), cordon, state('cordon-required', 'wait-for-jobs-required'), event('b')], [[ann, state('upgrade-required', 'cordon-required')], event('a'), [cordon, state('cordon-required', 'wait-for-jobs-required')], event('b')]],
+    ['a start’s cordon rides in the patch that stores cordon-required', [ann, state('upgrade-required', 'cordon-required'), event('a'), cordon], [[ann, state('upgrade-required', 'cordon-required'), cordon], event('a')]],
     ['a pod action is a boundary: the patch after it stays after it', [state('upgrade-required', 'cordon-required'), event('a'), del, reason], [[state('upgrade-required', 'cordon-required')], event('a'), del, [reason]]],
     ['Events before a pod action are sent before it', [event('w'), del], [event('w'), del]],
     ['nothing to group', [], []],
@@ -41,9 +41,9 @@ describe('coalesceNodeActions', () => {
         [[to('pod-restart-required', 'uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done')], stored('upgrade-done')],
       ],
       [
-        'a cordon splits the patch, so cordon-required is stored and reported, and so is the next state',
-        [to('upgrade-required', 'cordon-required'), stored('cordon-required'), cordon, to('cordon-required', 'wait-for-jobs-required'), stored('wait-for-jobs-required')],
-        [[to('upgrade-required', 'cordon-required')], stored('cordon-required'), [cordon, to('cordon-required', 'wait-for-jobs-required')], stored('wait-for-jobs-required')],
+        'a start with its cordon: cordon-required is stored with the cordon and reported',
+        [to('upgrade-required', 'cordon-required'), stored('cordon-required'), cordon],
+        [[to('upgrade-required', 'cordon-required'), cordon], stored('cordon-required')],
       ],
       [
         'a pod action ends the patch: the state stored before it is reported',

@@ -15,10 +15,20 @@ const setState = (node: string, from: SetStateAction['from'], to: SetStateAction
 const event = (node: string, state: string): NodeAction => ({
   kind: 'emitEvent', node, type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${state}]`, reportsState: state as SetStateAction['to'],
 });
-/** A start as the planner makes it: cordon-required stored, then the cordon with the next state. */
+/** A start as the planner makes it: cordon-required stored with the cordon, in one patch. */
 const aStart = (node: string): NodePlan => ({
   node,
-  actions: [setState(node, 'upgrade-required', 'cordon-required'), event(node, 'cordon-required'), { kind: 'cordon', node }, setState(node, 'cordon-required', 'wait-for-jobs-required'), event(node, 'wait-for-jobs-required')],
+  actions: [setState(node, 'upgrade-required', 'cordon-required'), event(node, 'cordon-required'), { kind: 'cordon', node }],
+});
+/** A restart-only start: pod-restart-required stored (counted), then the driver pod deleted and a reason written. */
+const aRestartOnlyStart = (node: string): NodePlan => ({
+  node,
+  actions: [
+    setState(node, 'upgrade-required', 'pod-restart-required'),
+    event(node, 'pod-restart-required'),
+    { kind: 'deleteDriverPod', node, pod: { namespace: 'gpu-operator', name: `driver-${node}`, uid: 'p1' } },
+    { kind: 'setAnnotation', node, key: keys.upgradeReason, value: 'restarting the driver pod' },
+  ],
 });
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -59,27 +69,42 @@ function hooksOf(writer: InMemoryClusterWriter): ExecuteHooks {
   };
 }
 
+/** `plan` started on n1 against a held writer: whether it has been counted and has settled, as it goes. */
+function startOnN1(plan: NodePlan, setUp: (writer: InMemoryClusterWriter) => void = () => undefined) {
+  const api = aHeldWriter(['n1']);
+  setUp(api.writer);
+  const inFlight = new NodePlansInFlight(4);
+  const seen = { counted: false, settled: false };
+  void inFlight.start(plan, hooksOf(api.writer), () => { seen.settled = true; }).then(() => { seen.counted = true; });
+  return { api, inFlight, counted: () => seen.counted, settled: () => seen.settled };
+}
+
 describe('NodePlansInFlight', () => {
-  it('a start counts once cordon-required is stored; its cordon and Events go on after, and the node is free once its writes are answered', async () => {
-    const api = aHeldWriter(['n1']);
-    const inFlight = new NodePlansInFlight(4);
-    let counted = false;
-    let settled = false;
-    void inFlight.start(aStart('n1'), hooksOf(api.writer), () => { settled = true; }).then(() => { counted = true; });
+  it('a start counts once cordon-required is stored, its cordon in the same patch; its Event goes on after, and the node is free once its writes are answered', async () => {
+    const { api, inFlight, ...seen } = startOnN1(aStart('n1'));
     await tick();
-    expect([api.held(), counted]).toEqual([['patch n1'], false]);
-    await api.answer('patch n1');
-    // Counted: the pass that planned it may end; the cordon goes on beside it.
-    expect([api.held(), counted, inFlight.isBusy('n1')]).toEqual([['event n1', 'patch n1 cordon'], true, true]);
+    expect([api.held(), seen.counted()]).toEqual([['patch n1 cordon'], false]);
     await api.answer('patch n1 cordon');
-    expect([api.held(), settled, inFlight.isBusy('n1')]).toEqual([['event n1', 'event n1'], true, false]);
+    expect([api.held(), seen.counted(), seen.settled(), inFlight.isBusy('n1')]).toEqual([['event n1'], true, true, false]);
     let idle = false;
     void inFlight.idle().then(() => { idle = true; });
     await tick();
-    expect(idle).toBe(false); // the Events are still under way
-    await api.answer('event n1');
+    expect(idle).toBe(false); // the Event is still under way
     await api.answer('event n1');
     expect(idle).toBe(true);
+  });
+
+  it('a start counts once its first patch is stored; the rest of its list goes on beside the passes', async () => {
+    const { api, inFlight, ...seen } = startOnN1(aRestartOnlyStart('n1'), (writer) => {
+      writer.addPod({ namespace: 'gpu-operator', name: 'driver-n1', uid: 'p1' });
+    });
+    await tick();
+    expect([api.held(), seen.counted()]).toEqual([['patch n1'], false]);
+    await api.answer('patch n1');
+    // Counted: the pass that planned it may end; the deletion and the reason go on beside it.
+    expect([api.held(), seen.counted(), seen.settled(), inFlight.isBusy('n1')]).toEqual([['event n1', 'patch n1'], true, false, true]);
+    await api.answer('patch n1');
+    expect([api.held(), seen.settled(), inFlight.isBusy('n1')]).toEqual([['event n1'], true, false]);
   });
 
   it('plans that raise no count resolve at once, and never hold a start up behind them (a lane each)', async () => {
@@ -93,8 +118,8 @@ describe('NodePlansInFlight', () => {
     await tick();
     expect(early).toBe(2);
     // n2 waits for n1 (one at a time per lane); n3's start does not.
-    expect(api.held()).toEqual(['patch n1', 'patch n3']);
-    await api.answer('patch n3');
+    expect(api.held()).toEqual(['patch n1', 'patch n3 cordon']);
+    await api.answer('patch n3 cordon');
     expect(counted).toBe(true);
   });
 

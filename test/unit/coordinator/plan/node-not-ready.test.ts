@@ -131,7 +131,7 @@ const cases: readonly Case[] = [
     name: 'the steps before the driver restart go on: a NotReady node is cordoned …',
     node: aNode('n1').inState('cordon-required').outdated().notReady(10),
     policy: FAIL_AFTER_30,
-    effects: ['cordon', 'state:wait-for-jobs-required'],
+    effects: ['cordon'],
   },
   {
     name: '… and its device pods are evicted (their controllers replace them elsewhere)',

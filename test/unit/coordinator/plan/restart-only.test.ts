@@ -35,7 +35,7 @@ const LOADED = loadedBy('gpu-driver-n1');
 const RESTART_ONLY = { [KEYS.restartOnly]: 'true', [KEYS.upgradeStartTime]: secondsAgo(30) };
 const gpuPod = (name: string) => aPod(name).requesting('nvidia.com/gpu');
 const OPERAND = 'nvidia.com/gpu.deploy.device-plugin';
-const FULL_START = ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'];
+const FULL_START = ['state:upgrade-required', 'state:cordon-required', 'cordon'];
 
 interface Case {
   readonly name: string;
@@ -153,7 +153,7 @@ const cases: Record<string, readonly Case[]> = {
       name: 'the template changed again to a new version before the pod was deleted: the full path from the cordon',
       node: aNode('n1').inState('pod-restart-required').outdated().annotated({ ...LOADED, ...RESTART_ONLY }),
       template: NEW_VERSION,
-      effects: ['state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      effects: ['state:cordon-required', 'cordon'],
       annotations: { [KEYS.restartOnly]: null },
       event: /no longer a restart only/,
     },

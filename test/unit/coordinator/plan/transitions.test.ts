@@ -61,12 +61,12 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'out-of-date driver pod → upgrade-required, starts and is cordoned',
       node: aNode('n1').outdated(),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
     },
     {
       name: 'safe-load annotation with a current pod → upgrade-required',
       node: aNode('n1').waitingForSafeLoad(),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
     },
     { name: 'no driver pod → waits', node: aNode('n1').withoutDriverPod(), effects: [], reason: 'no-driver-pod' },
   ],
@@ -75,12 +75,12 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'new DaemonSet revision → upgrade-required → cordon-required',
       node: aNode('n1').inState('upgrade-done').outdated(),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
     },
     {
       name: 'upgrade-requested annotation → upgrade-required; the annotation is consumed at the start',
       node: aNode('n1').inState('upgrade-done').annotated({ [KEYS.upgradeRequested]: 'true' }),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
       annotations: { [KEYS.upgradeRequested]: null },
     },
     {
@@ -94,7 +94,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'start records the start time and takes no initial-state mark on a schedulable node',
       node: aNode('n1').inState('upgrade-required').outdated(),
-      effects: ['state:cordon-required', 'cordon', 'state:wait-for-jobs-required'],
+      effects: ['state:cordon-required', 'cordon'],
       annotations: { [KEYS.upgradeStartTime]: secondsAgo(0) },
     },
     {
@@ -166,7 +166,7 @@ const cases: Record<string, readonly Case[]> = {
       name: 'schedulable → cordon, then stop until the cordon is seen',
       node: aNode('n1').inState('cordon-required').outdated().with(gpuPod('train')),
       policy: DELETION,
-      effects: ['cordon', 'state:wait-for-jobs-required'],
+      effects: ['cordon'],
     },
     {
       name: 'already cordoned → moves on in the same pass',
