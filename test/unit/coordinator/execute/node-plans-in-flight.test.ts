@@ -136,6 +136,24 @@ describe('NodePlansInFlight', () => {
     expect(api.held()).toEqual(['patch m1', 'patch u1']);
   });
 
+  it('marks get only the places the plans that move upgrades leave, and always one', async () => {
+    const api = aHeldWriter(['u1', 'u2', 'm1', 'm2', 'm3']);
+    const inFlight = new NodePlansInFlight(3);
+    const mark = (node: string): NodePlan => ({ node, actions: [setState(node, 'upgrade-done', 'upgrade-required')] });
+    const step = (node: string): NodePlan => ({ node, actions: [setState(node, 'wait-for-jobs-required', 'pod-restart-required')] });
+    for (const n of ['u1', 'u2']) void inFlight.start(step(n), hooksOf(api.writer), () => undefined);
+    for (const n of ['m1', 'm2', 'm3']) void inFlight.start(mark(n), hooksOf(api.writer), () => undefined);
+    await tick();
+    expect(api.held()).toEqual(['patch u1', 'patch u2', 'patch m1']);
+    await api.answer('patch u1');
+    expect(api.held()).toEqual(['patch u2', 'patch m1', 'patch m2']);
+    const busy = new NodePlansInFlight(1);
+    void busy.start(step('u1'), hooksOf(api.writer), () => undefined);
+    void busy.start(mark('m3'), hooksOf(api.writer), () => undefined);
+    await tick();
+    expect(api.held()).toContain('patch m3');
+  });
+
   it('movesUpgrade: state changes in progress, cordons, labels and pod actions move an upgrade; marks, reasons and timers do not', () => {
     const plan = (...actions: NodeAction[]): NodePlan => ({ node: 'n1', actions });
     const reason: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgradeReason, value: 'waiting for a slot' };
