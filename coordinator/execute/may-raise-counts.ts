@@ -24,7 +24,8 @@ export function mayRaiseCounts(plan: NodePlan): boolean {
  * follows only keeps or lowers the counts once they are stored. A cordon raises nothing when the
  * node is already upgrading by then (an upgrading node is out of service whether cordoned or
  * not), so a start (→ cordon-required, then the cordon) is counted once its first patch is
- * stored; the cordon follows beside the passes.
+ * stored; the executor writes the cordon in that same patch (coalesceNodeActions), and whatever
+ * follows a pod action goes on beside the passes.
  */
 export function countedPrefix(plan: NodePlan): number {
   const actions = plan.actions.filter((a) => a.kind !== 'emitEvent');
