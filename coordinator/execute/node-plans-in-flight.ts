@@ -19,8 +19,8 @@ interface Queued {
  *
  * A plan that may raise a limited count (countedPrefix) is told apart: `start` resolves once its
  * raising writes are stored, and the pass that planned it waits for that (the next pass must
- * count them); the rest of its list (e.g. a start's cordon, its Events) goes on beside the
- * passes. Such plans have a lane of their own, so a pass never waits behind plans that only
+ * count them); the rest of its list (e.g. what follows a pod action, its Events) goes on beside
+ * the passes. Such plans have a lane of their own, so a pass never waits behind plans that only
  * lower counts. At most `concurrency` plans run at once per lane; the rest wait in order.
  * Plans that move no upgrade along (movesUpgrade: a node marked upgrade-required, a waiting
  * node's reason or timer) have a lane of their own too: when a new revision marks a thousand

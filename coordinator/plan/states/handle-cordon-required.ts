@@ -1,5 +1,4 @@
-import type { StateHandler } from '../step.ts';
-import { advance } from '../step.ts';
+import { advance, type StateHandler } from '../step.ts';
 
 /**
  * Cordon. The node stays in cordon-required until a snapshot shows it cordoned: what runs on the
