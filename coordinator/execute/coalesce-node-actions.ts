@@ -18,8 +18,8 @@ import type { UpgradeState } from '../../shared/keys.ts';
  * one patch (upgrade-required on the way to cordon-required, uncordon-required on the way to
  * upgrade-done) is never stored, so saying it was would be untrue, and it would cost a write.
  */
-export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly NodeObjectAction[] | NodeAction)[] {
-  const groups: (readonly NodeObjectAction[] | NodeAction)[] = [];
+export function coalesceNodeActions(actions: readonly NodeAction[]): ActionGroup[] {
+  const groups: ActionGroup[] = [];
   let patch: NodeObjectAction[] = [];
   let events: NodeAction[] = [];
   const flush = (): void => {
@@ -39,6 +39,13 @@ export function coalesceNodeActions(actions: readonly NodeAction[]): (readonly N
   }
   flush();
   return groups;
+}
+
+/** One merge patch (node-object actions) or one other action. */
+export type ActionGroup = readonly NodeObjectAction[] | NodeAction;
+
+export function isPatch(group: ActionGroup): group is readonly NodeObjectAction[] {
+  return Array.isArray(group);
 }
 
 /** The state label a patch leaves stored: its last state change's target, if it has one. */

@@ -7,7 +7,8 @@ import type { PodRef } from '../plan/snapshot.ts';
 import { apiErrorMessage } from '../../shared/kube/api-error.ts';
 import { withTimeout } from '../with-timeout.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
-import { coalesceNodeActions } from './coalesce-node-actions.ts';
+import { coalesceNodeActions, isPatch, type ActionGroup } from './coalesce-node-actions.ts';
+import { driverDeletionBeside } from './driver-deletion-beside.ts';
 
 export interface ExecuteHooks {
   readonly writer: ClusterWriter;
@@ -44,7 +45,8 @@ export interface ActionFailure {
  * Runs a plan's node plans, several nodes at once. Within one node the actions run in order and
  * the first failure drops the rest of that node's list: the next pass re-plans from what the
  * cluster then shows. Node-object actions up to the next pod action become one merge patch, with
- * the Events between them sent after it (coalesceNodeActions). A refused
+ * the Events between them sent after it (coalesceNodeActions); a driver pod deletion may go
+ * beside the patch before it (driverDeletionBeside). A refused
  * eviction (429) and a failed Event do not stop the list.
  */
 export async function executePlan(nodePlans: readonly NodePlan[], hooks: ExecuteHooks): Promise<readonly ActionFailure[]> {
@@ -85,37 +87,51 @@ export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, count
     told = true;
     counted.reached();
   };
+  /** Groups sent ahead of their turn (a driver pod deletion beside its patch: driverDeletionBeside), and their answers. */
+  const sent = new Map<ActionGroup, Promise<ActionFailure | undefined>>();
   try {
     let wrote = false;
-    for (const group of coalesceNodeActions(plan.actions)) {
+    const groups = coalesceNodeActions(plan.actions);
+    for (const [at, group] of groups.entries()) {
       if (counted !== undefined && done >= counted.after) tell();
-      // Leadership lost: start no further change. The Events that report a change already made
-      // are still recorded, or the history would miss a transition for good (the next leader
-      // finds the state written and has nothing to report).
-      if (hooks.signal?.aborted === true && !(wrote && !isRun(group) && group.kind === 'emitEvent')) return undefined;
-      wrote = isRun(group) || (wrote && group.kind === 'emitEvent');
-      if (!isRun(group) && group.kind === 'emitEvent') {
+      const early = sent.get(group);
+      if (early === undefined && !mayStart(group, wrote, hooks)) return undefined;
+      wrote = isPatch(group) || (wrote && group.kind === 'emitEvent');
+      if (!isPatch(group) && group.kind === 'emitEvent') {
         events.push(runGroup(plan.node, group, hooks).then(() => undefined));
         continue;
       }
-      const failure = await runGroup(plan.node, group, hooks);
+      const deletion = driverDeletionBeside(groups, at);
+      if (deletion !== undefined) sent.set(deletion, runGroup(plan.node, deletion, hooks));
+      const failure = await (early ?? runGroup(plan.node, group, hooks));
       if (failure !== undefined) return failure;
-      done += isRun(group) ? group.length : 1;
+      done += isPatch(group) ? group.length : 1;
     }
     return undefined;
   } finally {
+    // A node is free once all its writes are answered, a deletion sent beside a failed patch too.
+    await Promise.all(sent.values());
     tell();
     if (eventsBeside === undefined) await Promise.all(events);
     else if (events.length > 0) eventsBeside(Promise.all(events).then(() => undefined));
   }
 }
 
+/**
+ * Leadership lost: start no further change. The Events that report a change already made
+ * (`wrote`: the list's last write went through) are still recorded, or the history would miss a
+ * transition for good (the next leader finds the state written and has nothing to report).
+ */
+function mayStart(group: ActionGroup, wrote: boolean, hooks: ExecuteHooks): boolean {
+  return hooks.signal?.aborted !== true || (wrote && !isPatch(group) && group.kind === 'emitEvent');
+}
+
 /** One patch or one other action, bounded by the request timeout; a failure as data. */
-async function runGroup(node: string, group: readonly NodeObjectAction[] | NodeAction, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
-  const kind: NodeAction['kind'] = isRun(group) ? (group[0]?.kind ?? 'setState') : group.kind;
+async function runGroup(node: string, group: ActionGroup, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
+  const kind: NodeAction['kind'] = isPatch(group) ? (group[0]?.kind ?? 'setState') : group.kind;
   try {
     const timeoutMs = hooks.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    if (isRun(group)) await withTimeout(patchNode(node, group, hooks), timeoutMs, `patch of node ${node}`);
+    if (isPatch(group)) await withTimeout(patchNode(node, group, hooks), timeoutMs, `patch of node ${node}`);
     else await withTimeout(executeAction(group, hooks), timeoutMs, `${group.kind} on node ${node}`);
     return undefined;
   } catch (error) {
@@ -124,9 +140,6 @@ async function runGroup(node: string, group: readonly NodeObjectAction[] | NodeA
   }
 }
 
-function isRun(group: readonly NodeObjectAction[] | NodeAction): group is readonly NodeObjectAction[] {
-  return Array.isArray(group);
-}
 
 async function patchNode(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<void> {
   const stored = await hooks.writer.patchNode(node, nodePatchOf(actions));

@@ -9,6 +9,10 @@
  *   list so that stopping after any action, or a crash there, leaves a state the next pass
  *   continues safely from (e.g. the initial-state annotation is written before the cordon, the
  *   state label is written before the node is uncordoned).
+ * - One exception to the order: a deleteDriverPod right after a patch that neither cordons nor
+ *   raises a limited count (a cordoned, upgrading node moving on to pod-restart-required) may be
+ *   sent beside that patch (coordinator/execute/driver-deletion-beside.ts); the pod-restart step
+ *   deletes only out-of-date driver pods, so either write alone is a state to continue from.
  * - Consecutive node-object actions (setState, cordon, uncordon, setAnnotation,
  *   removeAnnotation, clearSafeLoad) may be merged into one merge patch of the Node
  *   (`nodePatchOf` in node-patch.ts); that is equivalent and atomic. Events between them may be

@@ -16,6 +16,21 @@ const event = (node: string, state: string): NodeAction => ({
   kind: 'emitEvent', node, type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${state}]`,
 });
 
+/** `call`, held until `release()`: the call then goes on (for one call at a time: `release` goes on with the latest). */
+function heldUntilReleased<A extends unknown[], R>(call: (...args: A) => Promise<R>): { readonly held: (...args: A) => Promise<R>; readonly release: () => void } {
+  let release = (): void => undefined;
+  return {
+    held: (...args) => new Promise((resolve) => {
+      release = () => {
+        resolve(call(...args));
+      };
+    }),
+    release: () => {
+      release();
+    },
+  };
+}
+
 function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
   const writer = new InMemoryClusterWriter();
   for (const n of nodes) writer.addNode(n);
@@ -109,13 +124,8 @@ describe('executePlan', () => {
 
   it('does not hold a node’s next write for its Events; the list resolves once they are sent too', async () => {
     const { writer, hooks } = setUp(['n1'], [pod('p1')]);
-    let release = (): void => undefined;
-    const emitEvent = writer.emitEvent.bind(writer);
-    writer.emitEvent = (e) => new Promise((resolve) => {
-      release = () => {
-        resolve(emitEvent(e));
-      };
-    });
+    const { held, release } = heldUntilReleased(writer.emitEvent.bind(writer));
+    writer.emitEvent = held;
     let settled = false;
     const run = executePlan([{ node: 'n1', actions: [setState('n1', 'drain-required', 'pod-restart-required'), event('n1', 'pod-restart-required'), { kind: 'deletePod', node: 'n1', pod: pod('p1') }] }], hooks).then((failures) => {
       settled = true;
@@ -128,6 +138,49 @@ describe('executePlan', () => {
     release();
     expect(await run).toEqual([]);
     expect(writer.events.map((e) => e.message)).toEqual(['Successfully updated node state label to [pod-restart-required]']);
+  });
+
+  it('sends the driver pod’s deletion beside the patch that moves a cordoned node on to pod-restart-required', async () => {
+    const driver: PodRef = { namespace: 'gpu-operator', name: 'driver-n1', uid: 'uid-driver-n1' };
+    const { writer, hooks } = setUp(['n1'], [driver]);
+    const { held, release: answer } = heldUntilReleased(writer.patchNode.bind(writer));
+    writer.patchNode = held;
+    const run = executePlan([{ node: 'n1', actions: [setState('n1', 'cordon-required', 'pod-restart-required'), event('n1', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver }] }], hooks);
+    await vi.waitFor(() => {
+      expect(writer.pods.size).toBe(0); // deleted while the patch was still unanswered
+    });
+    answer();
+    expect(await run).toEqual([]);
+    expect(writer.calls).toEqual(['deletePod gpu-operator/driver-n1', 'patchNode n1', 'emitEvent n1 GPUDriverUpgrade']);
+    expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBe('pod-restart-required');
+  });
+
+  it('answers for a failed patch only once the deletion beside it is answered, and sends no Event for the state not stored', async () => {
+    const driver: PodRef = { namespace: 'gpu-operator', name: 'driver-n1', uid: 'uid-driver-n1' };
+    const { writer, hooks } = setUp(['n1'], [driver]);
+    writer.failNext.add('patchNode');
+    const { held, release: answer } = heldUntilReleased(writer.deletePod.bind(writer));
+    writer.deletePod = held;
+    let settled = false;
+    const run = executePlan([{ node: 'n1', actions: [setState('n1', 'cordon-required', 'pod-restart-required'), event('n1', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver }] }], hooks).then((failures) => {
+      settled = true;
+      return failures;
+    });
+    await vi.waitFor(() => {
+      expect(writer.calls).toEqual(['patchNode n1']);
+    });
+    expect(settled).toBe(false);
+    answer();
+    expect(await run).toEqual([{ node: 'n1', action: 'setState', message: 'patchNode failed' }]);
+    expect(writer.pods.size).toBe(0);
+    expect(writer.events).toEqual([]);
+  });
+
+  it('keeps a start’s cordon ahead of the driver pod’s deletion', async () => {
+    const driver: PodRef = { namespace: 'gpu-operator', name: 'driver-n1', uid: 'uid-driver-n1' };
+    const { writer, hooks } = setUp(['n1'], [driver]);
+    await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1' }, setState('n1', 'cordon-required', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver }] }], hooks);
+    expect(writer.calls).toEqual(['patchNode n1', 'deletePod gpu-operator/driver-n1']);
   });
 
   it('fails a node whose API call hangs instead of stalling the pass', async () => {
