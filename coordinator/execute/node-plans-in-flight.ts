@@ -1,4 +1,4 @@
-import type { NodePlan } from '../plan/action.ts';
+import type { NodeAction, NodePlan } from '../plan/action.ts';
 import { executeNodePlan, type ActionFailure, type ExecuteHooks } from './execute-plan.ts';
 import { countedPrefix } from './may-raise-counts.ts';
 import { isInProgress } from '../plan/pool-capacity.ts';
@@ -17,11 +17,10 @@ interface Queued {
  * the pass nor the other nodes' next steps. A node stays busy from `start` until its plan is
  * carried out; the reconciler plans nothing for a busy node.
  *
- * A plan that may raise a limited count (countedPrefix) is told apart: `start` resolves once its
- * raising writes are stored, and the pass that planned it waits for that (the next pass must
- * count them); the rest of its list (e.g. what follows a pod action, its Events) goes on beside
- * the passes. Such plans have a lane of their own, so a pass never waits behind plans that only
- * lower counts. At most `concurrency` plans run at once per lane; the rest wait in order.
+ * A plan that may raise a limited count (countedPrefix) is told apart: until its raising writes
+ * are answered, they are listed by `raisingActions`, which every pass overlays on its snapshot,
+ * so the passes count them without waiting for them (`start` resolves once they are answered).
+ * Such plans have a lane of their own, so they never queue behind plans that only lower counts. At most `concurrency` plans run at once per lane; the rest wait in order.
  * Plans that move no upgrade along (movesUpgrade: a node marked upgrade-required, a waiting
  * node's reason or timer) have a lane of their own too: when a new revision marks a thousand
  * nodes, the first wave's next steps must not queue behind those marks (issue 16: the first wave
@@ -36,6 +35,8 @@ export class NodePlansInFlight {
   readonly #busy = new Set<string>();
   readonly #lanes = { counted: new Lane(), beside: new Lane(), idle: new Lane() };
   readonly #events = new Set<Promise<void>>();
+  /** Per node, the actions of a plan under way that may raise a limited count and are not stored yet (countedPrefix). */
+  readonly #raising = new Map<string, readonly NodeAction[]>();
 
   constructor(concurrency: number) {
     this.#concurrency = Math.max(1, concurrency);
@@ -59,10 +60,25 @@ export class NodePlansInFlight {
       this.#pump();
       return Promise.resolve();
     }
+    this.#raising.set(plan.node, leadingActions(plan, countedAfter));
     return new Promise<void>((counted) => {
-      this.#lanes.counted.queue.push({ plan, hooks, settled, countedAfter, counted });
+      const stored = (): void => {
+        this.#raising.delete(plan.node);
+        counted();
+      };
+      this.#lanes.counted.queue.push({ plan, hooks, settled, countedAfter, counted: stored });
       this.#pump();
     });
+  }
+
+  /**
+   * The writes under way that may raise a limited count and are not answered yet (a start's
+   * first patch), for a pass to overlay on its snapshot (applyActions): the pass then counts
+   * those nodes as the writes will leave them, without waiting for the writes. A write that
+   * fails leaves fewer nodes out of service than counted, never more.
+   */
+  raisingActions(): NodeAction[] {
+    return [...this.#raising.values()].flat();
   }
 
   /** Resolves once nothing is queued or running (e.g. before a replica that stopped leading returns). */
@@ -108,6 +124,13 @@ export class NodePlansInFlight {
 class Lane {
   readonly queue: Queued[] = [];
   readonly running = new Set<Promise<void>>();
+}
+
+/** The plan's actions up to its `count`-th that is not an Event. */
+function leadingActions(plan: NodePlan, count: number): readonly NodeAction[] {
+  let seen = 0;
+  const end = plan.actions.findIndex((a) => a.kind !== 'emitEvent' && ++seen === count);
+  return plan.actions.slice(0, end + 1);
 }
 
 /**

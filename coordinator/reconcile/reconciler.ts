@@ -9,6 +9,7 @@ import type { ExecuteHooks } from '../execute/execute-plan.ts';
 import { NodePlansInFlight } from '../execute/node-plans-in-flight.ts';
 import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
 import type { Plan } from '../plan/action.ts';
+import { applyActions } from '../plan/apply-actions.ts';
 import type { ClusterSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { DRIVER_ROLLOUT_API_VERSION, type DriverRolloutPolicy, type ParseResult } from '../policy/driver-rollout-spec.ts';
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
@@ -110,9 +111,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
   };
 
-  const reconcileValid = async (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, signal: AbortSignal): Promise<number | null> => {
+  const reconcileValid = (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, signal: AbortSignal): number | null => {
     const nowMs = now();
-    const snapshot = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: writtenNodes.byName, evictionBlocked: evictions.byPodUid });
+    // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
+    // whose start is not answered yet counts as started, so its slot is never handed out twice.
+    const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: writtenNodes.byName, evictionBlocked: evictions.byPodUid });
+    const snapshot = applyActions(cached, inFlight.raisingActions());
     for (const n of snapshot.nodes) relevance.collect(n.name);
     const plan = deps.plan(snapshot, policy, nowMs);
     const hooks: ExecuteHooks = {
@@ -141,20 +145,17 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       },
     };
     // A busy node's plan is still being carried out: it is planned again once that is done. Every
-    // plan is carried out beside the passes; this pass waits only until the writes that may raise
-    // a limited count are stored (countedPrefix: e.g. a start's first patch), so that the next
-    // pass counts them before it hands out slots.
-    const counted: Promise<void>[] = [];
+    // plan is carried out beside the passes, and no pass waits for one: the next pass overlays
+    // the writes that may raise a limited count until they are answered (above).
     for (const p of plan.nodePlans) {
       if (inFlight.isBusy(p.node)) continue;
-      counted.push(inFlight.start(p, hooks, (failure) => {
+      void inFlight.start(p, hooks, (failure) => {
         // Carried out: plan the node's next step (debounced: the nodes of a wave finish together,
         // and one pass should hand out all the slots they give back). Failed: retry soon.
         if (failure === undefined) wake.trigger();
         else wake.wakeAt(now() + 1_000, now());
-      }));
+      });
     }
-    await Promise.all(counted);
     if (signal.aborted) return null; // no longer leading: no status write either
     // The status goes out beside the passes, the latest one last (RolloutStatusWriter.submit).
     const previous = statuses.previousStatus(rollout);
@@ -206,7 +207,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         const conflict = conflicts.get(`${ref.namespace}/${ref.name}`);
         if (!result.ok) await reconcileInvalid(rollout, ref, result);
         else if (conflict !== undefined) await reconcileInvalid(rollout, ref, { ok: false, problems: conflict });
-        else nextWakeAt = minOf(nextWakeAt, await reconcileValid(rollout, ref, result.policy, signal));
+        else nextWakeAt = minOf(nextWakeAt, reconcileValid(rollout, ref, result.policy, signal));
       } catch (error) {
         log.error({ rollout: `${ref.namespace}/${ref.name}`, err: toError(error) }, 'reconcile failed; retrying');
         nextWakeAt = minOf(nextWakeAt, now() + 1_000);

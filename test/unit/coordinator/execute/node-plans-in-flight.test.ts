@@ -84,8 +84,11 @@ describe('NodePlansInFlight', () => {
     const { api, inFlight, ...seen } = startOnN1(aStart('n1'));
     await tick();
     expect([api.held(), seen.counted()]).toEqual([['patch n1 cordon'], false]);
+    // Until then the passes overlay the start: n1 counts as in cordon-required.
+    expect(inFlight.raisingActions()).toEqual([setState('n1', 'upgrade-required', 'cordon-required')]);
     await api.answer('patch n1 cordon');
     expect([api.held(), seen.counted(), seen.settled(), inFlight.isBusy('n1')]).toEqual([['event n1'], true, true, false]);
+    expect(inFlight.raisingActions()).toEqual([]);
     let idle = false;
     void inFlight.idle().then(() => { idle = true; });
     await tick();
@@ -100,9 +103,11 @@ describe('NodePlansInFlight', () => {
     });
     await tick();
     expect([api.held(), seen.counted()]).toEqual([['patch n1'], false]);
+    expect(inFlight.raisingActions()).toEqual([setState('n1', 'upgrade-required', 'pod-restart-required')]);
     await api.answer('patch n1');
-    // Counted: the pass that planned it may end; the deletion and the reason go on beside it.
+    // Counted: the passes no longer overlay it; the deletion and the reason go on beside them.
     expect([api.held(), seen.counted(), seen.settled(), inFlight.isBusy('n1')]).toEqual([['event n1', 'patch n1'], true, false, true]);
+    expect(inFlight.raisingActions()).toEqual([]);
     await api.answer('patch n1');
     expect([api.held(), seen.settled(), inFlight.isBusy('n1')]).toEqual([['event n1'], true, false]);
   });

@@ -159,11 +159,13 @@ describe('a wave’s critical path in round trips (in-memory API answering each 
   // Events were answered): 7.2 round trips per wave at 40 nodes, 12.8 at 200 (16 nodes at once).
   // Then 5.6 and 6.0: start, cordon, driver pod state, pod deletion, upgrade-done, and the
   // planner's reason while the DaemonSet recreates the pod; the rest the 20 ms debounces.
-  // Now 4.6 and 4.5: the start's cordon rides in its cordon-required patch.
-  it.each([[40], [200]])('%i nodes, maxUnavailable 10 %%: at most 5 round trips per wave beyond the pod replacement, within the limit', async (n) => {
+  // Then 4.6 and 4.5: the start's cordon rides in its cordon-required patch.
+  // Now 3.6 and 3.6: the driver pod's deletion goes beside the pod-restart-required patch, and no
+  // pass waits for a start's patch (the next one overlays it).
+  it.each([[40], [200]])('%i nodes, maxUnavailable 10 %%: at most 4 round trips per wave beyond the pod replacement, within the limit', async (n) => {
     const figures = await rollOut(n, '10%');
     const overheadRoundTrips = (figures.totalMs / figures.waves - REPLACE_MS) / ROUND_TRIP_MS;
-    expect(overheadRoundTrips).toBeLessThanOrEqual(5);
+    expect(overheadRoundTrips).toBeLessThanOrEqual(4);
     // Passes stay few: woken by the nodes' answered plans and the pod changes, not by the
     // informers echoing this replica's own writes.
     expect(figures.passes / figures.waves).toBeLessThanOrEqual(8);
