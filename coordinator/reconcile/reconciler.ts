@@ -238,7 +238,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       evictions.clear();
       try {
         while (!signal.aborted) {
+          // On the reconciler's clock (the tests' fake one: their passes take no time).
+          const started = now();
           await pass(signal);
+          wake.pace(now() - started);
           await wake.wait(signal);
         }
       } finally {

@@ -12,6 +12,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class WakeSignal {
   private readonly debounceMs: number;
+  /** The last pass's duration (pace): triggers are coalesced over at least that long. */
+  private paceMs = 0;
   private pending = false;
   private waiter: (() => void) | undefined;
   private debounce: NodeJS.Timeout | undefined;
@@ -26,7 +28,17 @@ export class WakeSignal {
     this.debounce = setTimeout(() => {
       this.debounce = undefined;
       this.fire();
-    }, this.debounceMs);
+    }, Math.max(this.debounceMs, this.paceMs));
+  }
+
+  /**
+   * Tells how long the last pass took: the triggers that come after it are coalesced over at
+   * least as long, so that passes take at most about half of the process's time however often
+   * they are triggered (no pass waits for a write; on a large cluster a pass may cost more than
+   * the debounce). Deadlines are not delayed.
+   */
+  pace(lastPassMs: number): void {
+    this.paceMs = Math.max(0, lastPassMs);
   }
 
   /** Wake at `atMs` (ms since epoch) unless an earlier wake-up is already armed. */

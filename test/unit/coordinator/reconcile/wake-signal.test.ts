@@ -44,6 +44,20 @@ describe('WakeSignal', () => {
     expect(times).toEqual([20]);
   });
 
+  it('coalesces triggers over at least the last pass’s duration, so passes take at most about half the time', async () => {
+    const wake = aSignal(20);
+    wake.pace(70);
+    const times = await wakeUpTimes(wake, 150, () => {
+      wake.trigger();
+    });
+    expect(times).toEqual([70]);
+    wake.pace(5); // a cheap pass: the debounce again
+    const again = await wakeUpTimes(wake, 100, () => {
+      wake.trigger();
+    });
+    expect(again).toEqual([20]);
+  });
+
   it('remembers a trigger that fired while nobody waited (a pass was running)', async () => {
     const wake = aSignal(5);
     wake.trigger();
