@@ -144,7 +144,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
     notes.push(
       `${label}: load ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} at the end (1 min); ` +
         `where the time goes (medians over nodes): first node out of service ${t.firstStartSeconds} s after the change; out of service → driver pod deleted ${t.startToDeleteSeconds} s; ` +
-        `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s); slot handoff (node done → next node out) ${t.handoffSeconds} s; ` +
+        `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); slot handoff (node done → next node out) ${t.handoffSeconds} s; ` +
         `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
         `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
         `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}; ` +

@@ -29,6 +29,13 @@ export interface RolloutAuditSummary {
   /** Per node, median seconds: out of service → driver pod deleted; deleted → last write. */
   readonly startToDeleteSeconds: number;
   readonly deleteToDoneSeconds: number;
+  /**
+   * The same split where the replacement turned Ready (`replacementReadyAt`): deleted →
+   * replacement Ready is the cluster's part (DaemonSet controller, scheduler, kubelet/KWOK, API
+   * server), Ready → last write the coordinator's. NaN without Ready times.
+   */
+  readonly deleteToReadySeconds: number;
+  readonly readyToDoneSeconds: number;
   /** Median seconds from a node's last write to the next node taken out of service in its slot. */
   readonly handoffSeconds: number;
   /** The API server's time per coordinator write (received → response complete), median and p90, ms. */
@@ -40,19 +47,28 @@ const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecolle
 /**
  * `entries` from after the change (epoch ms `changedAtMs`); `podNodes` maps each old driver
  * pod's name to its node; `slots` is maxUnavailable in nodes (the k-th node to start takes the
- * slot of the (k − slots)-th to finish); `stateLabel` the driver's upgrade-state label.
+ * slot of the (k − slots)-th to finish); `stateLabel` the driver's upgrade-state label;
+ * `replacementReadyAt` (optional) when each node's new driver pod was first seen Ready (epoch ms).
  */
-export function summarizeRolloutAudit(entries: readonly AuditEntry[], options: { changedAtMs: number; podNodes: ReadonlyMap<string, string>; slots: number; stateLabel: string }): RolloutAuditSummary {
+export function summarizeRolloutAudit(
+  entries: readonly AuditEntry[],
+  options: { changedAtMs: number; podNodes: ReadonlyMap<string, string>; slots: number; stateLabel: string; replacementReadyAt?: ReadonlyMap<string, number> },
+): RolloutAuditSummary {
   const complete = entries.filter((e) => e.stage === 'ResponseComplete' && e.verb !== undefined);
   const times = nodeTimes(complete, options.podNodes, options.stateLabel);
   const latencies = complete.filter((e) => WRITE_VERBS.has(e.verb ?? '')).map((e) => Date.parse(e.stageTimestamp ?? '') - Date.parse(e.requestReceivedTimestamp ?? '')).filter(Number.isFinite);
   const toDelete: number[] = [];
   const afterDelete: number[] = [];
+  const toReady: number[] = [];
+  const afterReady: number[] = [];
   for (const [node, at] of times.deleted) {
     const start = times.start.get(node);
     const end = times.last.get(node);
+    const ready = options.replacementReadyAt?.get(node);
     if (start !== undefined) toDelete.push((at - start) / 1000);
     if (end !== undefined) afterDelete.push((end - at) / 1000);
+    if (ready !== undefined) toReady.push((ready - at) / 1000);
+    if (ready !== undefined && end !== undefined) afterReady.push((end - ready) / 1000);
   }
   const starts = [...times.start.values()].sort((a, b) => a - b);
   const ends = [...times.last.values()].sort((a, b) => a - b);
@@ -67,6 +83,8 @@ export function summarizeRolloutAudit(entries: readonly AuditEntry[], options: {
     firstStartSeconds: starts[0] === undefined ? Number.NaN : (starts[0] - options.changedAtMs) / 1000,
     startToDeleteSeconds: median(toDelete),
     deleteToDoneSeconds: median(afterDelete),
+    deleteToReadySeconds: median(toReady),
+    readyToDoneSeconds: median(afterReady),
     handoffSeconds: median(handoffs),
     writeLatencyMs: { median: median(latencies), p90: quantile(latencies.sort((a, b) => a - b), 0.9) },
   };

@@ -73,6 +73,9 @@ export interface RolloutMeasurement {
     readonly startToDeleteSeconds: number;
     /** Driver pod deleted → the node's last write (replacement Ready, seen, uncordoned). */
     readonly deleteToDoneSeconds: number;
+    /** The same in two: deleted → replacement Ready (the cluster: DaemonSet controller, scheduler, KWOK, API server), then Ready → the node's last write (the coordinator). */
+    readonly deleteToReadySeconds: number;
+    readonly readyToDoneSeconds: number;
     /** A node's last write → the next node out of service in its slot. */
     readonly handoffSeconds: number;
     /** The API server's time per coordinator write. */
@@ -188,6 +191,8 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     const driverPods = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
     const podNodes = new Map(driverPods.items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
     const progress = watchProgress(kc);
+    const replacements = watchReplacements(kc, 'driver:v2');
+    await replacements.opened;
     await until(`the bench's node watch to list all ${c.nodes} nodes`, 120_000, () => Promise.resolve(progress.seen() === c.nodes), { intervalMs: 100, describe: () => `${progress.seen()} seen` });
 
     log(`changing the driver template (${c.nodes} nodes, maxUnavailable ${c.unavailablePercent}% = ${allowed}, reload ${c.reloadSeconds} s)`);
@@ -206,10 +211,11 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     const doneAt = progress.doneTimes().map((t) => (t - t0) / 1000).sort((a, b) => a - b);
     const wall = doneAt.at(-1) ?? Number.NaN;
     progress.stop();
+    replacements.stop();
     await sampler.stop();
     const metricsAfter = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
     const passes = diff(await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort)), passesBefore);
-    const audit = summarizeRolloutAudit(parseAuditLines((await readFile(auditLog)).subarray(auditOffset).toString('utf8')), { changedAtMs, podNodes, slots: allowed, stateLabel: KEYS.upgradeState });
+    const audit = summarizeRolloutAudit(parseAuditLines((await readFile(auditLog)).subarray(auditOffset).toString('utf8')), { changedAtMs, podNodes, slots: allowed, stateLabel: KEYS.upgradeState, replacementReadyAt: replacements.readyAt });
     const requests = audit.byVerb;
     const opened = [...sampler.seen()].filter((s) => !connectionsBefore.has(s)).length;
     const rss = await rssMb(coordinator.pid);
@@ -242,6 +248,8 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
         firstStartSeconds: round(audit.firstStartSeconds, 2),
         startToDeleteSeconds: round(audit.startToDeleteSeconds, 2),
         deleteToDoneSeconds: round(audit.deleteToDoneSeconds, 2),
+        deleteToReadySeconds: round(audit.deleteToReadySeconds, 2),
+        readyToDoneSeconds: round(audit.readyToDoneSeconds, 2),
         handoffSeconds: round(audit.handoffSeconds, 2),
         writeLatencyMs: audit.writeLatencyMs,
         passes: passes.count ?? 0,
@@ -436,6 +444,21 @@ async function rssMb(pid: number): Promise<number> {
 
 function isNodeReady(n: V1Node): boolean {
   return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+/**
+ * Watches the driver pods: when each node's replacement (a pod running `image`) is first seen
+ * Ready (epoch ms, the clock the audit log's timestamps use), to split a node's time after its
+ * driver pod's deletion into the cluster's part and the coordinator's.
+ */
+function watchReplacements(kc: KubeConfig, image: string): { readonly readyAt: ReadonlyMap<string, number>; readonly opened: Promise<void>; stop(): void } {
+  const readyAt = new Map<string, number>();
+  const stop = keepWatching(kc, `/api/v1/namespaces/${NS}/pods`, { labelSelector: 'app=driver' }, (type, pod) => {
+    const node = pod.spec?.nodeName;
+    if (type === 'DELETED' || node === undefined || readyAt.has(node)) return;
+    if (pod.spec?.containers[0]?.image === image && isPodReady(pod)) readyAt.set(node, Date.now());
+  });
+  return { readyAt, opened: stop.opened, stop };
 }
 
 function isPodReady(p: V1Pod): boolean {

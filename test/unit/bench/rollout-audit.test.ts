@@ -39,5 +39,18 @@ describe('summarizeRolloutAudit', () => {
     expect(summary.deleteToDoneSeconds).toBe(0.5); // a 0.5, b 1.0
     expect(summary.handoffSeconds).toBe(0.5); // b done at 2.0, a out at 2.5
     expect(summary.writeLatencyMs.median).toBeCloseTo(10, 0);
+    expect(summary.deleteToReadySeconds).toBeNaN(); // no Ready times given
+  });
+
+  it('splits deleted → done where the replacement turned Ready: the cluster’s part, then the coordinator’s', () => {
+    const split = summarizeRolloutAudit(entries, {
+      changedAtMs: T0,
+      podNodes: new Map([['driver-a', 'a'], ['driver-b', 'b']]),
+      slots: 1,
+      stateLabel: STATE,
+      replacementReadyAt: new Map([['a', T0 + 3_700], ['b', T0 + 1_900]]),
+    });
+    expect(split.deleteToReadySeconds).toBeCloseTo(0.2, 6); // a 0.2, b 0.9
+    expect(split.readyToDoneSeconds).toBeCloseTo(0.1, 6); // b 0.1, a 0.3
   });
 });
