@@ -202,18 +202,15 @@ const driverNodesMemo = new ObjectMemo<readonly V1Pod[], ReadonlySet<string>>('n
  * when the managed names, in the cache's order, differ from the last pass's.
  */
 function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['caches'], drivers: DriverSet, memo: SnapshotMemo): V1Node[] {
-  const withDriverPod: ReadonlySet<string>[] = [];
-  for (const uid of drivers.byUid.keys()) {
-    const bucket = caches.pods.byIndex(BY_CONTROLLER, uid);
-    withDriverPod.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, nodeNamesOf(bucket)));
-  }
   const { upgradeState, waitForSafeLoad } = policy.keys;
+  // Made at the first node that carries neither mark: on a cluster whose nodes all carry the state label, never.
+  let withDriverPod: readonly ReadonlySet<string>[] | null = null;
   const names: string[] = [];
   const managed: V1Node[] = [];
   let sameNames = true;
   for (const node of caches.nodes.list()) {
     const name = nameOf(node);
-    if (!isManaged(node, name, withDriverPod, upgradeState, waitForSafeLoad)) continue;
+    if (!hasRolloutMark(node, upgradeState, waitForSafeLoad) && !hasDriverPod(name, (withDriverPod ??= driverNodeSets(caches, drivers)))) continue;
     if (sameNames && memo.names[names.length] !== name) sameNames = false;
     names.push(name);
     managed.push(node);
@@ -225,6 +222,16 @@ function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['cache
   // The API server lists nodes by name, so the cache's order is usually the sorted one already.
   const order = memo.order;
   return order === null ? managed : order.map((i) => managed[i] as V1Node);
+}
+
+/** Per driver DaemonSet, the names of the nodes its pods are bound to. */
+function driverNodeSets(caches: SnapshotInputs['caches'], drivers: DriverSet): ReadonlySet<string>[] {
+  const sets: ReadonlySet<string>[] = [];
+  for (const uid of drivers.byUid.keys()) {
+    const bucket = caches.pods.byIndex(BY_CONTROLLER, uid);
+    sets.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, nodeNamesOf(bucket)));
+  }
+  return sets;
 }
 
 function nodeNamesOf(pods: readonly V1Pod[]): ReadonlySet<string> {
@@ -241,11 +248,16 @@ function isSortedByName(names: readonly string[]): boolean {
   return true;
 }
 
-function isManaged(node: V1Node, name: string, withDriverPod: readonly ReadonlySet<string>[], upgradeState: string, waitForSafeLoad: string): boolean {
-  for (const set of withDriverPod) if (set.has(name)) return true;
+/** The node carries this driver's state label (other than unknown) or its safe-load annotation. */
+function hasRolloutMark(node: V1Node, upgradeState: string, waitForSafeLoad: string): boolean {
   const state = node.metadata?.labels?.[upgradeState] ?? 'unknown';
   if (state !== 'unknown' && state !== '') return true;
   return node.metadata?.annotations?.[waitForSafeLoad] !== undefined;
+}
+
+function hasDriverPod(name: string, withDriverPod: readonly ReadonlySet<string>[]): boolean {
+  for (const set of withDriverPod) if (set.has(name)) return true;
+  return false;
 }
 
 /** Array.prototype.sort's default order for strings (UTF-16 code units). */
