@@ -2,6 +2,7 @@ import type { KubernetesObject, V1ControllerRevision, V1Node, V1Pod } from '@kub
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
+import { markedAsByName } from '../plan/nodes-by-name.ts';
 import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
 import { ObjectMemo } from './object-memo.ts';
@@ -41,7 +42,8 @@ export function buildSnapshot(rollout: RolloutRef, policy: DriverRolloutPolicy, 
   memo.forgetUnseen(nodes.length);
   const pdbs: PdbSnapshot[] = [];
   for (const pdb of caches.pdbs.list()) pdbs.push(pdbSnapshotOf(pdb));
-  return { rollout, nodes, daemonSets: drivers.daemonSets, pdbs };
+  // managedNodes gives the nodes by name, and nothing modifies a snapshot.
+  return { rollout, nodes: markedAsByName(nodes), daemonSets: drivers.daemonSets, pdbs };
 }
 
 /** The rollout's driver DaemonSets (its selector, its namespace) and what memos must tell apart. */

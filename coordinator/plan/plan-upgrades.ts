@@ -30,7 +30,7 @@ import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
-import { buildRolloutStatus } from './rollout-status.ts';
+import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
@@ -111,13 +111,15 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
   let nextWakeAt: number | null = null;
+  const tally = startTally(budgets, policy);
   for (const record of records) {
     recordReasonAnnotation(record, policy);
     if (record.actions.length > 0) nodePlans.push({ node: record.node.view.snapshot.name, actions: record.actions });
     if (record.reason !== null) reasons.push(toNodeReason(record, record.reason));
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
+    tallyRecord(tally, record);
   }
-  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted }) };
+  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally }) };
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {

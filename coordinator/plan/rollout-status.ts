@@ -5,6 +5,7 @@ import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type U
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
+import { isKnownByName } from './nodes-by-name.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
 
@@ -14,14 +15,16 @@ const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'p
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
   readonly policy: DriverRolloutPolicy;
+  /** One per snapshot node, in its order. */
   readonly records: readonly NodeRecord[];
   readonly budgets: ReadonlyMap<string, PoolBudget>;
   readonly halted: boolean;
+  /** Every record counted (tallyRecord) once the pass has decided for it. */
+  readonly tally: StatusTally;
 }
 
 export function buildRolloutStatus(input: StatusInput): RolloutStatus {
-  const { snapshot, policy, records, budgets, halted } = input;
-  const tally = tallyRecords(records, budgets, driverKeys(policy.driverName));
+  const { snapshot, policy, records, budgets, halted, tally } = input;
   const { states, perPool, inProgress } = tally;
   const pools: PoolStatus[] = [...budgets.values()]
     .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
@@ -77,12 +80,12 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
         : { type: 'Halted', status: 'False', reason: 'WithinFailureBudget', message: `${failed} nodes in upgrade-failed` },
       { type: 'InvalidSpec', status: 'False', reason: 'SpecValid', message: 'spec is valid' },
     ],
-    waiting: firstWaiting(records, tally.sortedByName),
+    waiting: firstWaiting(records, isKnownByName(snapshot.nodes) || isSortedByName(records)),
     nextKernelFailing: tally.nextKernelFailing.sort((a, b) => (a.node < b.node ? -1 : 1)).slice(0, MAX_WAITING_IN_STATUS),
   };
 }
 
-interface PoolCounts {
+export interface PoolCounts {
   done: number;
   failed: number;
   pending: number;
@@ -92,38 +95,37 @@ interface PoolCounts {
 
 const noCounts = (): PoolCounts => ({ done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 });
 
-/** What the status counts of the records, read in one loop (a pass over thousands of nodes reads each record once). */
-interface Tally {
+/**
+ * What the status counts of the records, counted by the pass in a loop it runs anyway (a pass over
+ * thousands of nodes reads each record as few times as it can): startTally, then tallyRecord once
+ * per record after the pass has decided for it.
+ */
+export interface StatusTally {
   readonly states: Record<UpgradeState, number>;
   readonly perPool: ReadonlyMap<string, PoolCounts>;
-  readonly inProgress: number;
-  /** No record sorts before the one ahead of it (byName): a list the sort leaves as it is, as any part of it. */
-  readonly sortedByName: boolean;
+  inProgress: number;
   /** Nodes whose agent labelled the next-kernel preflight failed (the keys are the agent's, OWN_KEY_DOMAIN), in the records' order. */
   readonly nextKernelFailing: { node: string; kernel: string }[];
+  readonly keys: DriverKeys;
 }
 
-function tallyRecords(records: readonly NodeRecord[], budgets: ReadonlyMap<string, PoolBudget>, keys: DriverKeys): Tally {
-  const states = Object.fromEntries(UPGRADE_STATES.map((s) => [s, 0])) as Record<UpgradeState, number>;
+export function startTally(budgets: ReadonlyMap<string, PoolBudget>, policy: DriverRolloutPolicy): StatusTally {
   const perPool = new Map<string, PoolCounts>();
   for (const b of budgets.keys()) perPool.set(b, noCounts());
-  const nextKernelFailing: { node: string; kernel: string }[] = [];
-  let inProgress = 0;
-  let sortedByName = true;
-  let previous: string | null = null;
-  for (const { node } of records) {
-    const state = node.view.state;
-    const snapshot = node.view.snapshot;
-    states[state]++;
-    if (isInProgress(state)) inProgress++;
-    if (previous !== null && snapshot.name < previous) sortedByName = false;
-    previous = snapshot.name;
-    if (snapshot.labels[keys.nextKernel] === NEXT_KERNEL_FAILED) nextKernelFailing.push({ node: snapshot.name, kernel: snapshot.labels[keys.nextKernelFailed] ?? '' });
-    if (node.pool.kind !== 'pool') continue;
-    const counts = perPool.get(node.pool.pool.name);
-    if (counts !== undefined) countInPool(counts, state, node.view.unschedulable, snapshot.ready);
-  }
-  return { states, perPool, inProgress, sortedByName, nextKernelFailing };
+  const states = Object.fromEntries(UPGRADE_STATES.map((s) => [s, 0])) as Record<UpgradeState, number>;
+  return { states, perPool, inProgress: 0, nextKernelFailing: [], keys: driverKeys(policy.driverName) };
+}
+
+export function tallyRecord(tally: StatusTally, { node }: NodeRecord): void {
+  const state = node.view.state;
+  const snapshot = node.view.snapshot;
+  tally.states[state]++;
+  if (isInProgress(state)) tally.inProgress++;
+  const keys = tally.keys;
+  if (snapshot.labels[keys.nextKernel] === NEXT_KERNEL_FAILED) tally.nextKernelFailing.push({ node: snapshot.name, kernel: snapshot.labels[keys.nextKernelFailed] ?? '' });
+  if (node.pool.kind !== 'pool') return;
+  const counts = tally.perPool.get(node.pool.pool.name);
+  if (counts !== undefined) countInPool(counts, state, node.view.unschedulable, snapshot.ready);
 }
 
 function countInPool(counts: PoolCounts, state: UpgradeState, unschedulable: boolean, ready: boolean): void {
@@ -141,8 +143,8 @@ function failedNames(records: readonly NodeRecord[]): string[] {
 
 /**
  * Node-specific waits first, then rollout-wide ones (no slot, paused…), each by name; at most
- * MAX_WAITING_IN_STATUS. `sortedByName`: the records are by name (Tally), as they come in the
- * snapshot's order (build-snapshot.ts): then the first few of each kind are the ones the sort
+ * MAX_WAITING_IN_STATUS. `sortedByName`: the records are by name, as they come in the snapshot's
+ * order (build-snapshot.ts, nodes-by-name.ts): then the first few of each kind are the ones the sort
  * would put first, nothing more is collected or sorted, and once that many node-specific waits
  * are found the rollout-wide ones cannot make the list, so the rest is not read.
  */
