@@ -100,8 +100,14 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     // Step 1 changes only the node it runs, so each node's count is final here.
     if (countsAsFailed(record, policy)) failedNodes++;
   }
+  // Field by field, not a spread of ctx: a spread's shape is made per pass and dropped with it,
+  // and with it the optimised code of the checks and handlers that read the context.
   const startCtx: StartContext = {
-    ...ctx,
+    policy: ctx.policy,
+    now: ctx.now,
+    revisions: ctx.revisions,
+    fingerprints: ctx.fingerprints,
+    pdbsByNamespace: ctx.pdbsByNamespace,
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
