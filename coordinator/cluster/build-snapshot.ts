@@ -2,6 +2,7 @@ import type { KubernetesObject, V1ControllerRevision, V1Node, V1Pod } from '@kub
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
+import { markedAsByName } from '../plan/nodes-by-name.ts';
 import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
 import { ObjectMemo } from './object-memo.ts';
@@ -41,7 +42,8 @@ export function buildSnapshot(rollout: RolloutRef, policy: DriverRolloutPolicy, 
   memo.forgetUnseen(nodes.length);
   const pdbs: PdbSnapshot[] = [];
   for (const pdb of caches.pdbs.list()) pdbs.push(pdbSnapshotOf(pdb));
-  return { rollout, nodes, daemonSets: drivers.daemonSets, pdbs };
+  // managedNodes gives the nodes by name, and nothing modifies a snapshot.
+  return { rollout, nodes: markedAsByName(nodes), daemonSets: drivers.daemonSets, pdbs };
 }
 
 /** The rollout's driver DaemonSets (its selector, its namespace) and what memos must tell apart. */
@@ -202,18 +204,15 @@ const driverNodesMemo = new ObjectMemo<readonly V1Pod[], ReadonlySet<string>>('n
  * when the managed names, in the cache's order, differ from the last pass's.
  */
 function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['caches'], drivers: DriverSet, memo: SnapshotMemo): V1Node[] {
-  const withDriverPod: ReadonlySet<string>[] = [];
-  for (const uid of drivers.byUid.keys()) {
-    const bucket = caches.pods.byIndex(BY_CONTROLLER, uid);
-    withDriverPod.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, nodeNamesOf(bucket)));
-  }
   const { upgradeState, waitForSafeLoad } = policy.keys;
+  // Made at the first node that carries neither mark: on a cluster whose nodes all carry the state label, never.
+  let withDriverPod: readonly ReadonlySet<string>[] | null = null;
   const names: string[] = [];
   const managed: V1Node[] = [];
   let sameNames = true;
   for (const node of caches.nodes.list()) {
     const name = nameOf(node);
-    if (!isManaged(node, name, withDriverPod, upgradeState, waitForSafeLoad)) continue;
+    if (!hasRolloutMark(node, upgradeState, waitForSafeLoad) && !hasDriverPod(name, (withDriverPod ??= driverNodeSets(caches, drivers)))) continue;
     if (sameNames && memo.names[names.length] !== name) sameNames = false;
     names.push(name);
     managed.push(node);
@@ -225,6 +224,16 @@ function managedNodes(policy: DriverRolloutPolicy, caches: SnapshotInputs['cache
   // The API server lists nodes by name, so the cache's order is usually the sorted one already.
   const order = memo.order;
   return order === null ? managed : order.map((i) => managed[i] as V1Node);
+}
+
+/** Per driver DaemonSet, the names of the nodes its pods are bound to. */
+function driverNodeSets(caches: SnapshotInputs['caches'], drivers: DriverSet): ReadonlySet<string>[] {
+  const sets: ReadonlySet<string>[] = [];
+  for (const uid of drivers.byUid.keys()) {
+    const bucket = caches.pods.byIndex(BY_CONTROLLER, uid);
+    sets.push(driverNodesMemo.get(bucket) ?? driverNodesMemo.set(bucket, nodeNamesOf(bucket)));
+  }
+  return sets;
 }
 
 function nodeNamesOf(pods: readonly V1Pod[]): ReadonlySet<string> {
@@ -241,11 +250,16 @@ function isSortedByName(names: readonly string[]): boolean {
   return true;
 }
 
-function isManaged(node: V1Node, name: string, withDriverPod: readonly ReadonlySet<string>[], upgradeState: string, waitForSafeLoad: string): boolean {
-  for (const set of withDriverPod) if (set.has(name)) return true;
+/** The node carries this driver's state label (other than unknown) or its safe-load annotation. */
+function hasRolloutMark(node: V1Node, upgradeState: string, waitForSafeLoad: string): boolean {
   const state = node.metadata?.labels?.[upgradeState] ?? 'unknown';
   if (state !== 'unknown' && state !== '') return true;
   return node.metadata?.annotations?.[waitForSafeLoad] !== undefined;
+}
+
+function hasDriverPod(name: string, withDriverPod: readonly ReadonlySet<string>[]): boolean {
+  for (const set of withDriverPod) if (set.has(name)) return true;
+  return false;
 }
 
 /** Array.prototype.sort's default order for strings (UTF-16 code units). */

@@ -30,6 +30,8 @@ function applyToNode(node: NodeSnapshot, actions: readonly NodeAction[]): NodeSn
     unschedulable: node.unschedulable,
     labels: node.labels,
     annotations: node.annotations,
+    ownLabels: false,
+    ownAnnotations: false,
   };
   const terminating = new Set<string>();
   for (const a of actions) {

@@ -30,7 +30,7 @@ import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
-import { buildRolloutStatus } from './rollout-status.ts';
+import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
@@ -79,26 +79,35 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
     pdbsByNamespace: indexPdbs(snapshot.pdbs),
   };
-  const records = snapshot.nodes.map((n): NodeRecord => {
+  // Budgets from the snapshot as it is, before this pass changes anything: counted as the records are made.
+  const budgets = createBudgets(policy);
+  const records: NodeRecord[] = [];
+  for (const n of snapshot.nodes) {
     const node: NodeContext = {
       view: createNodeView(n, policy.keys.upgradeState),
       driver: driverPodStatus(n, ctx.revisions),
       pool: assignPool(n.labels, policy),
     };
-    return { node, actions: [], reason: null, wakeAt: null };
-  });
-  const budgets = countBudgets(records, policy);
+    countInBudget(budgets, node);
+    records.push({ node, actions: [], reason: null, wakeAt: null });
+  }
+  for (const budget of budgets.values()) sealBudget(budget);
 
   const candidates: NodeRecord[] = [];
+  let failedNodes = 0;
   for (const record of records) {
     if (runNode(record, ctx) === 'candidate') candidates.push(record);
+    // Step 1 changes only the node it runs, so each node's count is final here.
+    if (countsAsFailed(record, policy)) failedNodes++;
   }
-
-  // A failed node being retried still counts until it is done: retries do not free the budget.
-  const failedKey = policy.keys.failedRevision;
-  const failedNodes = records.filter((r) => r.node.view.state === 'upgrade-failed' || r.node.view.annotations[failedKey] !== undefined).length;
+  // Field by field, not a spread of ctx: a spread's shape is made per pass and dropped with it,
+  // and with it the optimised code of the checks and handlers that read the context.
   const startCtx: StartContext = {
-    ...ctx,
+    policy: ctx.policy,
+    now: ctx.now,
+    revisions: ctx.revisions,
+    fingerprints: ctx.fingerprints,
+    pdbsByNamespace: ctx.pdbsByNamespace,
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
@@ -108,13 +117,15 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
   let nextWakeAt: number | null = null;
+  const tally = startTally(budgets, policy);
   for (const record of records) {
     recordReasonAnnotation(record, policy);
     if (record.actions.length > 0) nodePlans.push({ node: record.node.view.snapshot.name, actions: record.actions });
     if (record.reason !== null) reasons.push(toNodeReason(record, record.reason));
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
+    tallyRecord(tally, record);
   }
-  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted }) };
+  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally }) };
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
@@ -127,17 +138,21 @@ function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
   return byNamespace;
 }
 
-/** Budgets from the snapshot as it is, before this pass changes anything. */
-function countBudgets(records: readonly NodeRecord[], policy: DriverRolloutPolicy): Map<string, PoolBudget> {
+function createBudgets(policy: DriverRolloutPolicy): Map<string, PoolBudget> {
   const budgets = new Map<string, PoolBudget>([[policy.defaultPool.name, createBudget(policy.defaultPool)]]);
   for (const pool of policy.pools) budgets.set(pool.name, createBudget(pool));
-  for (const { node } of records) {
-    if (node.pool.kind !== 'pool') continue;
-    const budget = budgets.get(node.pool.pool.name);
-    if (budget !== undefined) countMember(budget, { state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready });
-  }
-  for (const budget of budgets.values()) sealBudget(budget);
   return budgets;
+}
+
+function countInBudget(budgets: ReadonlyMap<string, PoolBudget>, node: NodeContext): void {
+  if (node.pool.kind !== 'pool') return;
+  const budget = budgets.get(node.pool.pool.name);
+  if (budget !== undefined) countMember(budget, { state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready });
+}
+
+/** A failed node being retried still counts until it is done: retries do not free the budget. */
+function countsAsFailed(record: NodeRecord, policy: DriverRolloutPolicy): boolean {
+  return record.node.view.state === 'upgrade-failed' || record.node.view.annotations[policy.keys.failedRevision] !== undefined;
 }
 
 function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): void {

@@ -5,6 +5,7 @@ import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type U
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
+import { isKnownByName } from './nodes-by-name.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
 
@@ -14,34 +15,21 @@ const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'p
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
   readonly policy: DriverRolloutPolicy;
+  /** One per snapshot node, in its order. */
   readonly records: readonly NodeRecord[];
   readonly budgets: ReadonlyMap<string, PoolBudget>;
   readonly halted: boolean;
+  /** Every record counted (tallyRecord) once the pass has decided for it. */
+  readonly tally: StatusTally;
 }
 
 export function buildRolloutStatus(input: StatusInput): RolloutStatus {
-  const { snapshot, policy, records, budgets, halted } = input;
-  const states = Object.fromEntries(UPGRADE_STATES.map((s) => [s, 0])) as Record<UpgradeState, number>;
-  const perPool = new Map<string, { done: number; failed: number; pending: number; upgrading: number; unavailable: number }>();
-  for (const b of budgets.keys()) perPool.set(b, { done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 });
-  let inProgress = 0;
-  for (const { node } of records) {
-    const state = node.view.state;
-    states[state]++;
-    if (isInProgress(state)) inProgress++;
-    if (node.pool.kind !== 'pool') continue;
-    const counts = perPool.get(node.pool.pool.name);
-    if (counts === undefined) continue;
-    if (state === 'upgrade-done') counts.done++;
-    if (state === 'upgrade-failed') counts.failed++;
-    if (state === 'upgrade-required') counts.pending++;
-    if (isInProgress(state)) counts.upgrading++;
-    if (isOutOfService({ state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready })) counts.unavailable++;
-  }
+  const { snapshot, policy, records, budgets, halted, tally } = input;
+  const { states, perPool, inProgress } = tally;
   const pools: PoolStatus[] = [...budgets.values()]
     .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
     .map((b) => {
-      const c = perPool.get(b.pool.name) ?? { done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 };
+      const c = perPool.get(b.pool.name) ?? noCounts();
       return {
         name: b.pool.name,
         total: b.total,
@@ -61,7 +49,6 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const paused = !policy.autoUpgrade;
   const stopped = policy.stop;
   const available = paused || halted || stopped ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
-  const failedNames = records.filter((r) => r.node.view.state === 'upgrade-failed').map((r) => r.node.view.snapshot.name).sort();
   return {
     observedGeneration: snapshot.rollout.generation,
     driverName: policy.driverName,
@@ -88,42 +75,90 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
             type: 'Halted',
             status: 'True',
             reason: 'FailureBudgetReached',
-            message: `${failed} nodes in upgrade-failed (maxFailedNodes ${policy.maxFailedNodes ?? 0}): ${failedNames.slice(0, 10).join(', ')}`,
+            message: `${failed} nodes in upgrade-failed (maxFailedNodes ${policy.maxFailedNodes ?? 0}): ${failedNames(records).slice(0, 10).join(', ')}`,
           }
         : { type: 'Halted', status: 'False', reason: 'WithinFailureBudget', message: `${failed} nodes in upgrade-failed` },
       { type: 'InvalidSpec', status: 'False', reason: 'SpecValid', message: 'spec is valid' },
     ],
-    waiting: firstWaiting(records),
-    nextKernelFailing: nextKernelFailing(records, driverKeys(policy.driverName)),
+    waiting: firstWaiting(records, isKnownByName(snapshot.nodes) || isSortedByName(records)),
+    nextKernelFailing: tally.nextKernelFailing.sort((a, b) => (a.node < b.node ? -1 : 1)).slice(0, MAX_WAITING_IN_STATUS),
   };
 }
 
-/** Nodes whose agent labelled the next-kernel preflight failed (the keys are the agent's, OWN_KEY_DOMAIN), by name. */
-function nextKernelFailing(records: readonly NodeRecord[], keys: DriverKeys): RolloutStatus['nextKernelFailing'] {
-  const failing: { node: string; kernel: string }[] = [];
-  for (const r of records) {
-    const n = r.node.view.snapshot;
-    if (n.labels[keys.nextKernel] === NEXT_KERNEL_FAILED) failing.push({ node: n.name, kernel: n.labels[keys.nextKernelFailed] ?? '' });
-  }
-  return failing
-    .sort((a, b) => (a.node < b.node ? -1 : 1))
-    .slice(0, MAX_WAITING_IN_STATUS);
+export interface PoolCounts {
+  done: number;
+  failed: number;
+  pending: number;
+  upgrading: number;
+  unavailable: number;
 }
 
-/** Node-specific waits first, then rollout-wide ones (no slot, paused…), each by name; at most MAX_WAITING_IN_STATUS. */
-function firstWaiting(records: readonly NodeRecord[]): RolloutStatus['waiting'] {
-  // Records come in the snapshot's order, by name (build-snapshot.ts): then the first few of each
-  // kind are the ones the sort would put first, and nothing more is collected or sorted.
-  const sorted = isSortedByName(records);
-  const limit = sorted ? MAX_WAITING_IN_STATUS : Number.POSITIVE_INFINITY;
+const noCounts = (): PoolCounts => ({ done: 0, failed: 0, pending: 0, upgrading: 0, unavailable: 0 });
+
+/**
+ * What the status counts of the records, counted by the pass in a loop it runs anyway (a pass over
+ * thousands of nodes reads each record as few times as it can): startTally, then tallyRecord once
+ * per record after the pass has decided for it.
+ */
+export interface StatusTally {
+  readonly states: Record<UpgradeState, number>;
+  readonly perPool: ReadonlyMap<string, PoolCounts>;
+  inProgress: number;
+  /** Nodes whose agent labelled the next-kernel preflight failed (the keys are the agent's, OWN_KEY_DOMAIN), in the records' order. */
+  readonly nextKernelFailing: { node: string; kernel: string }[];
+  readonly keys: DriverKeys;
+}
+
+export function startTally(budgets: ReadonlyMap<string, PoolBudget>, policy: DriverRolloutPolicy): StatusTally {
+  const perPool = new Map<string, PoolCounts>();
+  for (const b of budgets.keys()) perPool.set(b, noCounts());
+  const states = Object.fromEntries(UPGRADE_STATES.map((s) => [s, 0])) as Record<UpgradeState, number>;
+  return { states, perPool, inProgress: 0, nextKernelFailing: [], keys: driverKeys(policy.driverName) };
+}
+
+export function tallyRecord(tally: StatusTally, { node }: NodeRecord): void {
+  const state = node.view.state;
+  const snapshot = node.view.snapshot;
+  tally.states[state]++;
+  if (isInProgress(state)) tally.inProgress++;
+  const keys = tally.keys;
+  if (snapshot.labels[keys.nextKernel] === NEXT_KERNEL_FAILED) tally.nextKernelFailing.push({ node: snapshot.name, kernel: snapshot.labels[keys.nextKernelFailed] ?? '' });
+  if (node.pool.kind !== 'pool') return;
+  const counts = tally.perPool.get(node.pool.pool.name);
+  if (counts !== undefined) countInPool(counts, state, node.view.unschedulable, snapshot.ready);
+}
+
+function countInPool(counts: PoolCounts, state: UpgradeState, unschedulable: boolean, ready: boolean): void {
+  if (state === 'upgrade-done') counts.done++;
+  if (state === 'upgrade-failed') counts.failed++;
+  if (state === 'upgrade-required') counts.pending++;
+  if (isInProgress(state)) counts.upgrading++;
+  if (isOutOfService({ state, unschedulable, ready })) counts.unavailable++;
+}
+
+/** The names of the nodes in upgrade-failed, sorted (only a halted status lists them). */
+function failedNames(records: readonly NodeRecord[]): string[] {
+  return records.filter((r) => r.node.view.state === 'upgrade-failed').map((r) => r.node.view.snapshot.name).sort();
+}
+
+/**
+ * Node-specific waits first, then rollout-wide ones (no slot, paused…), each by name; at most
+ * MAX_WAITING_IN_STATUS. `sortedByName`: the records are by name, as they come in the snapshot's
+ * order (build-snapshot.ts, nodes-by-name.ts): then the first few of each kind are the ones the sort
+ * would put first, nothing more is collected or sorted, and once that many node-specific waits
+ * are found the rollout-wide ones cannot make the list, so the rest is not read.
+ */
+function firstWaiting(records: readonly NodeRecord[], sortedByName: boolean): RolloutStatus['waiting'] {
+  const limit = sortedByName ? MAX_WAITING_IN_STATUS : Number.POSITIVE_INFINITY;
   const specific: NodeRecord[] = [];
   const wide: NodeRecord[] = [];
   for (const r of records) {
     if (r.reason === null) continue;
     const list = ROLLOUT_WIDE.has(r.reason.code) ? wide : specific;
     if (list.length < limit) list.push(r);
+    if (specific.length >= limit) break;
   }
-  const first = (list: NodeRecord[]): NodeRecord[] => (sorted || isSortedByName(list) ? list : list.sort(byName)).slice(0, MAX_WAITING_IN_STATUS);
+  const first = (list: NodeRecord[]): NodeRecord[] => (sortedByName || isSortedByName(list) ? list : list.sort(byName)).slice(0, MAX_WAITING_IN_STATUS);
   return [...first(specific), ...first(wide)]
     .slice(0, MAX_WAITING_IN_STATUS)
     .map((r) => ({ node: r.node.view.snapshot.name, state: r.node.view.state, reason: r.reason?.message ?? '' }));

@@ -48,6 +48,21 @@ describe('buildSnapshot', () => {
     expect(snapshot.rollout).toBe(rollout);
   });
 
+  it('manages a node by its driver pod also when every node before it is managed by its marks', () => {
+    const caches = cachesOf({
+      nodes: [
+        aNode('a-done', { labels: { [keys.upgradeState]: 'upgrade-done' } }),
+        aNode('b-fresh', { annotations: { [keys.waitForSafeLoad]: 'true' } }),
+        aNode('c-gpu'),
+        aNode('d-cpu'),
+      ],
+      daemonSets: [driver],
+      revisions: [aRevision(driver, 1, 'new')],
+      pods: [aDriverPod(driver, 'c-gpu', 'new'), aDriverPod(driver, 'a-done', 'new')],
+    });
+    expect(buildSnapshot(rollout, policy, { caches, ...empty }).nodes.map((n) => n.name)).toEqual(['a-done', 'b-fresh', 'c-gpu']);
+  });
+
   it('takes the newest ControllerRevision (highest revision) as the DaemonSet’s current hash', () => {
     const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
     expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new', templateFingerprint: null }]);

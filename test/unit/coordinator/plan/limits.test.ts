@@ -2,6 +2,7 @@
  * Slots, pools, the failure budget, start order, and the status a pass reports.
  */
 import { describe, expect, it } from 'vitest';
+import { MAX_WAITING_IN_STATUS } from '../../../../coordinator/plan/action.ts';
 import { applyActions } from '../../../../coordinator/plan/apply-actions.ts';
 import { KEYS, NOW, aCluster, aNode, aPod, aPolicy, planAt, reasonOf, statesOf, type NodeBuilder } from './fixtures.ts';
 
@@ -164,6 +165,23 @@ describe('reasons and status', () => {
       policy,
     );
     expect(again.nodePlans.find((p) => p.node === 'n01')).toBeUndefined();
+  });
+
+  it.each([
+    ['by name', (nodes: NodeBuilder[]) => nodes],
+    ['in reverse', (nodes: NodeBuilder[]) => [...nodes].reverse()],
+  ])('lists at most MAX_WAITING_IN_STATUS waiting nodes, node-specific first, each by name, with the snapshot %s', (_order, arrange) => {
+    const slotWaits = Array.from({ length: 60 }, (_, i) => aNode(`a${String(i).padStart(2, '0')}`).inState('upgrade-required').outdated());
+    const drains = Array.from({ length: 60 }, (_, i) => aNode(`b${String(i).padStart(2, '0')}`).inState('drain-required').cordoned().outdated().with(aPod(`w${i}`)));
+    const plan = planAt(aCluster(arrange([...slotWaits, ...drains])), aPolicy({ autoUpgrade: false, drain: { enable: true } }));
+    expect(plan.status.waiting.map((w) => w.node)).toEqual(Array.from({ length: MAX_WAITING_IN_STATUS }, (_, i) => `b${String(i).padStart(2, '0')}`));
+  });
+
+  it('lists rollout-wide waits after node-specific ones when fewer than MAX_WAITING_IN_STATUS nodes wait on their own', () => {
+    const slotWaits = Array.from({ length: 60 }, (_, i) => aNode(`a${String(i).padStart(2, '0')}`).inState('upgrade-required').outdated());
+    const drains = ['b0', 'b1'].map((name) => aNode(name).inState('drain-required').cordoned().outdated().with(aPod(`w-${name}`)));
+    const plan = planAt(aCluster([...slotWaits, ...drains]), aPolicy({ autoUpgrade: false, drain: { enable: true } }));
+    expect(plan.status.waiting.map((w) => w.node)).toEqual(['b0', 'b1', ...Array.from({ length: MAX_WAITING_IN_STATUS - 2 }, (_, i) => `a${String(i).padStart(2, '0')}`)]);
   });
 
   it('reports counts, progress, paused, and node-specific waits before slot waits', () => {
