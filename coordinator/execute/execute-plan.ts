@@ -140,7 +140,6 @@ async function runGroup(node: string, group: ActionGroup, hooks: ExecuteHooks): 
   }
 }
 
-
 async function patchNode(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<void> {
   const stored = await hooks.writer.patchNode(node, nodePatchOf(actions));
   hooks.onNodeWritten(stored);

@@ -20,7 +20,8 @@ interface Queued {
  * A plan that may raise a limited count (countedPrefix) is told apart: until its raising writes
  * are answered, they are listed by `raisingActions`, which every pass overlays on its snapshot,
  * so the passes count them without waiting for them (`start` resolves once they are answered).
- * Such plans have a lane of their own, so they never queue behind plans that only lower counts. At most `concurrency` plans run at once per lane; the rest wait in order.
+ * Such plans have a lane of their own, so they never queue behind plans that only lower counts.
+ * At most `concurrency` plans run at once per lane; the rest wait in order.
  * Plans that move no upgrade along (movesUpgrade: a node marked upgrade-required, a waiting
  * node's reason or timer) have a lane of their own too: when a new revision marks a thousand
  * nodes, the first wave's next steps must not queue behind those marks (issue 16: the first wave
