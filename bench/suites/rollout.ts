@@ -6,7 +6,10 @@
  *
  * Per case: wall time from the template change to the last node back in upgrade-done; the ideal
  * (waves × the measured time for one driver pod to be deleted, recreated and become Ready, delay
- * included); their ratio; controller overhead per wave ((wall − ideal) / waves); the
+ * included); their ratio; controller overhead per wave ((wall − ideal) / waves); the cluster's
+ * floor for a wave (a wave's driver pods deleted at once with no coordinator running, until all
+ * are replaced and Ready) and the wave time above that floor (wall / waves − floor: what the
+ * coordinator adds to what the cluster itself needs on this machine); the
  * coordinator's API requests per upgraded node by verb (audit log) and the cluster's
  * apiserver_request_total by verb during the rollout; new TCP connections from the coordinator
  * to the API server during the rollout; the most nodes out of service at once (must never
@@ -50,6 +53,11 @@ export interface RolloutMeasurement {
   readonly idealSeconds: number;
   readonly ratio: number;
   readonly overheadPerWaveSeconds: number;
+  /** A wave's driver pods deleted at once, no coordinator running: seconds until all are replaced and Ready (median of the samples). */
+  readonly waveFloorSeconds: number;
+  readonly waveFloorSamples: readonly number[];
+  /** wall / waves − waveFloorSeconds: the wave time the coordinator adds to the cluster's own. */
+  readonly aboveFloorPerWaveSeconds: number;
   /** The coordinator's requests during the rollout, by verb (audit log), per upgraded node. */
   readonly requestsPerNode: Readonly<Record<string, number>>;
   /** The same by `verb resource[/subresource]`. */
@@ -100,6 +108,9 @@ const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecolle
 const LEASE_FLAGS = ['--lease-duration-seconds', '120', '--renew-deadline-seconds', '90', '--retry-period-seconds', '5'];
 
 let caseNumber = 0;
+
+/** Waves replaced at once, without the coordinator, to measure the cluster's floor for a wave. */
+const FLOOR_SAMPLES = 3;
 
 export async function measureRollout(c: RolloutCase, log: (line: string) => void): Promise<RolloutMeasurement> {
   caseNumber += 1;
@@ -159,6 +170,13 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   log(`one driver pod replaced in ${samples.map((s) => s.toFixed(2)).join(', ')} s`);
 
   const allowed = Math.ceil((c.nodes * c.unavailablePercent) / 100);
+  const floorSamples: number[] = [];
+  for (let i = 0; i < FLOOR_SAMPLES; i++) {
+    const wave = names.slice(3 + i * allowed, 3 + (i + 1) * allowed);
+    if (wave.length === allowed) floorSamples.push(await replaceWaveAtOnce(kc, core, wave));
+  }
+  const floor = floorSamples.length === 0 ? Number.NaN : quantile([...floorSamples].sort((a, b) => a - b), 0.5);
+  log(`one wave's ${allowed} driver pods replaced at once, no coordinator, in ${floorSamples.map((s) => s.toFixed(2)).join(', ')} s`);
   await retryingWrite('create the DriverRollout', () => kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     group: DRIVER_ROLLOUT_GROUP,
     version: DRIVER_ROLLOUT_VERSION,
@@ -177,7 +195,9 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     args: ['--kubeconfig', coordinatorKubeconfig, '--namespace', NS, '--lease-namespace', NS, '--identity', 'bench', '--metrics-port', String(metricsPort), '--log-level', 'warn', ...LEASE_FLAGS],
   });
   const apiPort = Number(new URL(plane.server).port);
-  const sampler = sampleApiConnections(coordinator.pid, apiPort, 50);
+  // Every 250 ms: a connection per request lived for seconds (undici keeps an idle one 4 s), and
+  // reading /proc 20 times a second cost the machine the rollout is measured on.
+  const sampler = sampleApiConnections(coordinator.pid, apiPort, 250);
   try {
     let before: V1Node[] = [];
     await until('every node upgrade-done before the change (the coordinator labels the installed nodes)', 600_000, async () => {
@@ -233,6 +253,9 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       idealSeconds: round(ideal, 2),
       ratio: round(wall / ideal, 3),
       overheadPerWaveSeconds: round((wall - ideal) / waves, 3),
+      waveFloorSeconds: round(floor, 2),
+      waveFloorSamples: floorSamples.map((s) => round(s, 2)),
+      aboveFloorPerWaveSeconds: round(wall / waves - floor, 3),
       requestsPerNode: perNode,
       requestsPerNodeByResource: perNodeByResource,
       writesPerNode: round(writes / c.nodes, 2),
@@ -282,6 +305,36 @@ function daemonSet(image: string) {
       },
     },
   };
+}
+
+/**
+ * The cluster's floor for one wave: the driver pods on `nodes` deleted at once while no
+ * coordinator runs; seconds until every one has a Ready replacement (a pod watch, so the polling
+ * adds no load). The DaemonSet controller, the scheduler, KWOK and the API server replace them
+ * concurrently on the cores the rollout shares: no controller finishes a wave sooner here.
+ */
+async function replaceWaveAtOnce(kc: KubeConfig, core: CoreV1Api, nodes: readonly string[]): Promise<number> {
+  const wanted = new Set(nodes);
+  const pods = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
+  const old = pods.items.filter((p) => wanted.has(p.spec?.nodeName ?? ''));
+  const oldUids = new Set(old.map((p) => p.metadata?.uid));
+  const replaced = new Set<string>();
+  let allReadyAt: number | undefined;
+  const stop = keepWatching(kc, `/api/v1/namespaces/${NS}/pods`, { labelSelector: 'app=driver' }, (type, pod) => {
+    const node = pod.spec?.nodeName ?? '';
+    if (type === 'DELETED' || !wanted.has(node) || oldUids.has(pod.metadata?.uid) || !isPodReady(pod)) return;
+    replaced.add(node);
+    if (replaced.size === wanted.size) allReadyAt ??= performance.now();
+  });
+  try {
+    await stop.opened;
+    const t0 = performance.now();
+    await Promise.all(old.map((p) => retryingWrite(`delete driver pod ${p.metadata?.name ?? ''}`, () => core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: NS }))));
+    await until(`new Ready driver pods on ${nodes.length} nodes`, 300_000, () => Promise.resolve(allReadyAt !== undefined), { intervalMs: 50, describe: () => `${replaced.size} replaced` });
+    return ((allReadyAt ?? Number.NaN) - t0) / 1000;
+  } finally {
+    stop();
+  }
 }
 
 /** Deletes the driver pod on `node` and waits for its replacement to be Ready: seconds. */
