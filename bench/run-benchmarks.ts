@@ -149,7 +149,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
         `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); slot handoff (node done → next node out) ${t.handoffSeconds} s; ` +
         `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
         `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
-        `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}; ` +
+        `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
         `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
         `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; wave replaced at once (no coordinator) samples ${last.waveFloorSamples.join(', ')} s; ` +
         `wave ends ${last.doneTimesSeconds.join(', ')} s`,

@@ -1,7 +1,9 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { toError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { startClusterCaches, type CacheKind } from './cluster/cluster-caches.ts';
 import type { CoordinatorConfig } from './config.ts';
+import { DEFAULT_EVENT_QUEUE, EventQueue } from './execute/event-queue.ts';
 import { createKubeClusterWriter } from './execute/kube-cluster-writer.ts';
 import { createKubeLeasePort } from './leader/kube-lease-port.ts';
 import { runLeaderElection } from './leader/run-leader-election.ts';
@@ -13,6 +15,9 @@ import { releaseUnusedHeap } from './release-unused-heap.ts';
 export const COORDINATOR_COMPONENT = 'driver-rollout-coordinator';
 
 const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
+
+/** How long a stopping coordinator goes on sending the Events it raised before it drops the rest. */
+const EVENT_DRAIN_MS = 5_000;
 
 export interface CoordinatorHandle {
   /** Port of /metrics, /healthz, /readyz. */
@@ -35,13 +40,38 @@ export async function runCoordinator(
 ): Promise<CoordinatorHandle> {
   const { kc, logger } = deps;
   const metrics = new CoordinatorMetrics();
-  let stopStage: 'election' | 'caches' | 'http' | undefined = 'election';
+  let stopStage: 'election' | 'events' | 'caches' | 'http' | undefined = 'election';
   let isLeading = false;
   let onChange: (kind: CacheKind, object?: KubernetesObject) => void = () => undefined;
   const caches = startClusterCaches({ kc, namespaces: config.namespaces, logger, onChange: (kind, object) => { onChange(kind, object); } });
+  const apiWriter = createKubeClusterWriter(kc, { component: COORDINATOR_COMPONENT, instance: config.identity });
+  let dropping = false;
+  const events = new EventQueue((event) => apiWriter.emitEvent(event), {
+    ...DEFAULT_EVENT_QUEUE,
+    now: () => new Date(),
+    onDropped: (event, why) => {
+      metrics.countEventDropped(why);
+      if (why === 'full' && !dropping) logger.warn({ capacity: DEFAULT_EVENT_QUEUE.capacity, reason: event.reason, target: event.target.name }, 'too many Events waiting; dropping the oldest Normal ones');
+      dropping = why === 'full';
+    },
+    onFailed: (event, error) => {
+      logger.warn({ target: `${event.target.kind}/${event.target.name}`, reason: event.reason, err: toError(error) }, 'could not record event');
+    },
+    onSize: (size) => {
+      metrics.setEventsQueued(size);
+      if (size === 0) dropping = false;
+    },
+  });
   const reconciler = createReconciler({
     caches,
-    writer: createKubeClusterWriter(kc, { component: COORDINATOR_COMPONENT, instance: config.identity }),
+    // Events go out through the queue, a few at a time, behind the writes a wave waits for.
+    writer: {
+      ...apiWriter,
+      emitEvent: (event) => {
+        events.emit(event);
+        return Promise.resolve();
+      },
+    },
     plan: deps.plan,
     metrics,
     logger,
@@ -80,6 +110,9 @@ export async function runCoordinator(
   );
   const done = (async () => {
     await election;
+    stopStage = 'events';
+    const dropped = await events.close(EVENT_DRAIN_MS);
+    if (dropped > 0) logger.warn({ dropped }, 'stopped with Events not sent');
     stopStage = 'caches';
     await caches.stop();
     stopStage = 'http';
@@ -90,6 +123,8 @@ export async function runCoordinator(
     switch (stopStage) {
       case 'election':
         return isLeading ? 'leader election: the leader\'s work (reconcile loop) has not returned' : 'leader election has not returned (not leading)';
+      case 'events':
+        return 'sending the Events still queued';
       case 'caches':
         return 'stopping the informer caches';
       case 'http':

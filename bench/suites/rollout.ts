@@ -58,6 +58,8 @@ export interface RolloutMeasurement {
   readonly waveFloorSamples: readonly number[];
   /** wall / waves − waveFloorSeconds: the wave time the coordinator adds to the cluster's own. */
   readonly aboveFloorPerWaveSeconds: number;
+  /** Seconds after the last node was done until the coordinator's last queued Event was sent. */
+  readonly eventsSentAfterSeconds: number;
   /** The coordinator's requests during the rollout, by verb (audit log), per upgraded node. */
   readonly requestsPerNode: Readonly<Record<string, number>>;
   /** The same by `verb resource[/subresource]`. */
@@ -204,6 +206,8 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       before = (await core.listNode({ labelSelector: NODE_LABEL })).items;
       return before.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
     }, { describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
+    // The Events of that labelling too: they must not count as the rollout's.
+    await until('the coordinator\'s queued Events sent (before the change)', 300_000, async () => (await retrying('read the coordinator\'s metrics', () => eventsQueued(metricsPort))) === 0, { intervalMs: 100 });
     const connectionsBefore = new Set(sampler.seen());
     const metricsBefore = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
     const auditOffset = (await stat(auditLog)).size;
@@ -230,6 +234,10 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     });
     const doneAt = progress.doneTimes().map((t) => (t - t0) / 1000).sort((a, b) => a - b);
     const wall = doneAt.at(-1) ?? Number.NaN;
+    // Events go out behind the writes (EventQueue): they are the rollout's too, so the audit log is
+    // read once the last of them is sent.
+    await until('the coordinator\'s queued Events sent', 300_000, async () => (await retrying('read the coordinator\'s metrics', () => eventsQueued(metricsPort))) === 0, { intervalMs: 100 });
+    const eventsSentAfter = (performance.now() - t0) / 1000 - wall;
     progress.stop();
     replacements.stop();
     await sampler.stop();
@@ -256,6 +264,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       waveFloorSeconds: round(floor, 2),
       waveFloorSamples: floorSamples.map((s) => round(s, 2)),
       aboveFloorPerWaveSeconds: round(wall / waves - floor, 3),
+      eventsSentAfterSeconds: round(eventsSentAfter, 2),
       requestsPerNode: perNode,
       requestsPerNodeByResource: perNodeByResource,
       writesPerNode: round(writes / c.nodes, 2),
@@ -476,6 +485,12 @@ async function requestTotals(kc: KubeConfig, server: string): Promise<Record<str
     if (verb !== undefined && Number.isFinite(value)) totals[verb] = (totals[verb] ?? 0) + value;
   }
   return totals;
+}
+
+/** The coordinator's Events raised and not yet sent (driver_rollout_events_queued). */
+async function eventsQueued(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^driver_rollout_events_queued (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
 }
 
 /** The coordinator's reconcile passes so far: `count` and `sum` (seconds) of its pass-duration histogram. */

@@ -19,6 +19,8 @@ export interface ClusterEvent {
   readonly type: 'Normal' | 'Warning';
   readonly reason: string;
   readonly message: string;
+  /** When it happened (firstTimestamp, lastTimestamp); the time it is sent when absent. */
+  readonly at?: Date | undefined;
 }
 
 /**

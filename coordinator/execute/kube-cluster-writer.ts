@@ -52,7 +52,7 @@ export function createKubeClusterWriter(kc: KubeConfig, options: KubeClusterWrit
       }
     },
     async emitEvent(event) {
-      const now = new Date();
+      const now = event.at ?? new Date();
       const namespace = event.target.kind === 'Node' ? NODE_EVENT_NAMESPACE : event.target.namespace;
       sequence += 1;
       await core.createNamespacedEvent({

@@ -1,4 +1,4 @@
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { UpgradeState } from '../../shared/keys.ts';
 
 /** How many nodes of one DriverRollout are where, in the GPU Operator's terms. */
@@ -64,6 +64,8 @@ export class CoordinatorMetrics {
   private readonly upgradeSeconds: Histogram<'driver'>;
   private readonly stateSeconds: Histogram<'driver' | 'state'>;
   private readonly reconcileSeconds: Histogram;
+  private readonly eventsQueued: Gauge;
+  private readonly eventsDropped: Counter<'reason'>;
 
   constructor() {
     const gauge = (name: string, help: string): Gauge<(typeof ROLLOUT_LABELS)[number]> =>
@@ -107,7 +109,22 @@ export class CoordinatorMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [this.registry],
     });
+    this.eventsQueued = new Gauge({ name: 'driver_rollout_events_queued', help: 'Kubernetes Events raised and not yet sent (waiting or under way; see EventQueue).', registers: [this.registry] });
+    this.eventsDropped = new Counter({
+      name: 'driver_rollout_events_dropped_total',
+      help: 'Kubernetes Events never sent: the queue was full (reason="full") or the coordinator stopped before they went out (reason="closed").',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  setEventsQueued(count: number): void {
+    this.eventsQueued.set(count);
+  }
+
+  countEventDropped(reason: 'full' | 'closed'): void {
+    this.eventsDropped.inc({ reason });
   }
 
   setRolloutCounts(labels: RolloutLabels, counts: RolloutNodeCounts, autoUpgrade: boolean, halted = false): void {

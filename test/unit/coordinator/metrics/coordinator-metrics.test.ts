@@ -60,4 +60,16 @@ describe('CoordinatorMetrics: the GPU Operator names, for existing dashboards', 
     expect(text).toContain('driver_rollout_halted{namespace="a",rollout="gpu",driver="gpu"} 1');
     expect(text).toContain('driver_rollout_halted{namespace="a",rollout="ofed",driver="ofed"} 0');
   });
+
+  it('reports the Events waiting to be sent and those dropped, by reason', async () => {
+    const metrics = new CoordinatorMetrics();
+    metrics.setEventsQueued(42);
+    metrics.countEventDropped('full');
+    metrics.countEventDropped('full');
+    metrics.countEventDropped('closed');
+    const text = await metrics.registry.metrics();
+    expect(unlabelled(text, 'driver_rollout_events_queued')).toBe(42);
+    expect(text).toContain('driver_rollout_events_dropped_total{reason="full"} 2');
+    expect(text).toContain('driver_rollout_events_dropped_total{reason="closed"} 1');
+  });
 });
