@@ -175,7 +175,13 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   const floorSamples: number[] = [];
   for (let i = 0; i < FLOOR_SAMPLES; i++) {
     const wave = names.slice(3 + i * allowed, 3 + (i + 1) * allowed);
-    if (wave.length === allowed) floorSamples.push(await replaceWaveAtOnce(kc, core, wave));
+    if (wave.length !== allowed) continue;
+    try {
+      floorSamples.push(await replaceWaveAtOnce(kc, core, wave));
+    } catch (error) {
+      // A diagnostic: the rollout is still measured, with the floor left out.
+      log(`the cluster's floor, sample ${i + 1}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
   const floor = floorSamples.length === 0 ? Number.NaN : quantile([...floorSamples].sort((a, b) => a - b), 0.5);
   log(`one wave's ${allowed} driver pods replaced at once, no coordinator, in ${floorSamples.map((s) => s.toFixed(2)).join(', ')} s`);
@@ -329,6 +335,8 @@ async function replaceWaveAtOnce(kc: KubeConfig, core: CoreV1Api, nodes: readonl
   const oldUids = new Set(old.map((p) => p.metadata?.uid));
   const replaced = new Set<string>();
   let allReadyAt: number | undefined;
+  let listed = 'not listed yet';
+  let listedAt = performance.now();
   const stop = keepWatching(kc, `/api/v1/namespaces/${NS}/pods`, { labelSelector: 'app=driver' }, (type, pod) => {
     const node = pod.spec?.nodeName ?? '';
     if (type === 'DELETED' || !wanted.has(node) || oldUids.has(pod.metadata?.uid) || !isPodReady(pod)) return;
@@ -339,7 +347,20 @@ async function replaceWaveAtOnce(kc: KubeConfig, core: CoreV1Api, nodes: readonl
     await stop.opened;
     const t0 = performance.now();
     await Promise.all(old.map((p) => retryingWrite(`delete driver pod ${p.metadata?.name ?? ''}`, () => core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: NS }))));
-    await until(`new Ready driver pods on ${nodes.length} nodes`, 300_000, () => Promise.resolve(allReadyAt !== undefined), { intervalMs: 50, describe: () => `${replaced.size} replaced` });
+    // The watch times it; a list every 2 s backs it up (a watch may end unseen on a loaded machine)
+    // and says where the pods are if they never get there.
+    const check = async (): Promise<boolean> => {
+      if (allReadyAt !== undefined) return true;
+      if (performance.now() - listedAt < 2_000) return false;
+      listedAt = performance.now();
+      const now = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' })).items.filter((p) => wanted.has(p.spec?.nodeName ?? ''));
+      const fresh = now.filter((p) => !oldUids.has(p.metadata?.uid));
+      const ready = fresh.filter(isPodReady);
+      listed = `listed: ${now.length - fresh.length} old pods left, ${fresh.length} new (${ready.length} Ready, phases ${[...new Set(fresh.map((p) => p.status?.phase))].join('/')})`;
+      if (new Set(ready.map((p) => p.spec?.nodeName)).size === wanted.size) allReadyAt = listedAt;
+      return allReadyAt !== undefined;
+    };
+    await until(`new Ready driver pods on ${nodes.length} nodes`, 300_000, check, { intervalMs: 50, describe: () => `${replaced.size} replaced as the watch saw; ${listed}` });
     return ((allReadyAt ?? Number.NaN) - t0) / 1000;
   } finally {
     stop();
