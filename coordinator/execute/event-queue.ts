@@ -98,7 +98,9 @@ export class EventQueue {
       if (next === undefined) break;
       this.#running += 1;
       void this.#send(next)
-        .catch((error: unknown) => this.#options.onFailed(next, error))
+        .catch((error: unknown) => {
+          this.#options.onFailed(next, error);
+        })
         .finally(() => {
           this.#running -= 1;
           this.#pump();
