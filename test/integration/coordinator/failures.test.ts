@@ -61,7 +61,11 @@ describe('timeouts and failures, each with real objects', () => {
     expect(failed?.spec?.unschedulable).toBe(true);
     const pods = (await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'app=guarded' })).items;
     expect(pods).toHaveLength(1);
-    const messages = (await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).map((e) => e.message);
+    // Events go out beside the writes (EventQueue): the state can be seen before its Event.
+    const messages = await waitUntil('the upgrade-failed Event', async () => {
+      const found = (await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).map((e) => e.message);
+      return found.includes('Successfully updated node state label to [upgrade-failed]') ? found : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
     expect(messages).toContain('Successfully updated node state label to [upgrade-failed]');
   });
 

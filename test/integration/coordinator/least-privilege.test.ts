@@ -92,7 +92,8 @@ describe('the coordinator with only the permissions of manifests/coordinator.yam
       return pod?.spec?.containers[0]?.image === 'driver:v2' && isPodReady(pod) && n !== undefined && world.stateOf(n) === 'upgrade-done' && n.spec?.unschedulable !== true ? true : undefined;
     }, { timeoutMs: 60_000 });
     await world.waitForStatus('one node done', (status) => (status.nodes as { done?: number } | undefined)?.done === 1);
-    expect((await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).length).toBeGreaterThan(0);
+    // Events go out beside the writes (EventQueue): wait for the first.
+    await waitUntil('an upgrade Event', async () => ((await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).length > 0 ? true : undefined), { timeoutMs: 30_000, intervalMs: 200 });
     expect(handle.port).toBeGreaterThan(0);
   });
 

@@ -121,7 +121,11 @@ describe('restart only: a new template that loads the loaded driver', () => {
       await expectFastPath(agents, pod);
     }
     expect(await workloads(world)).toEqual(gpuPods);
-    const restartEvents = (await world.events(upgradeEventReason(world.driver))).filter((e) => e.message.startsWith('restart only: driver unchanged'));
+    // Events go out beside the writes (EventQueue): wait for both nodes'.
+    const restartEvents = await waitUntil('both nodes\' restart-only Events', async () => {
+      const found = (await world.events(upgradeEventReason(world.driver))).filter((e) => e.message.startsWith('restart only: driver unchanged'));
+      return found.length >= 2 ? found : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
     expect(restartEvents.map((e) => e.object).sort()).toEqual([first, second].sort());
     await waitForNewPublishers(world, podsBefore);
 
@@ -143,7 +147,11 @@ describe('restart only: a new template that loads the loaded driver', () => {
     await world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body: agents.daemonSet('2.0.0', await agents.source('2.0.0')) });
     await ready('driver 2.0.0', (images) => images.length === 2 && images.every((i) => i === 'driver-rollout/agent:2.0.0'));
     await world.waitForStates({ [first]: 'upgrade-done', [second]: 'upgrade-done' }, 120_000);
-    const transitions = await world.events(upgradeEventReason(world.driver));
+    const transitions = await waitUntil('both nodes\' cordon-required Events', async () => {
+      const found = await world.events(upgradeEventReason(world.driver));
+      const nodes = new Set(found.filter((e) => e.message === 'Successfully updated node state label to [cordon-required]').map((e) => e.object));
+      return nodes.size >= 2 ? found : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
     const cordoned = transitions.filter((e) => e.message === 'Successfully updated node state label to [cordon-required]').map((e) => e.object);
     expect([...new Set(cordoned)].sort()).toEqual([first, second].sort());
     for (const node of world.nodeNames) expect(await agents.loadedVersion(node)).toBe('2.0.0');

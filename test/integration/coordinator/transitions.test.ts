@@ -165,7 +165,8 @@ describe('state transitions with real objects', { timeout: TEST_MS }, () => {
       return cs.find((c) => c.type === 'Halted')?.status === 'True' ? cs : undefined;
     }, { timeoutMs: HANG_MS });
     expect(conditions.find((c) => c.type === 'Halted')?.status).toBe('True');
-    expect((await world.events('Halted', world.ns.name)).length).toBeGreaterThan(0);
+    // Events go out beside the writes (EventQueue): the condition can be seen before its Event.
+    await waitUntil('the Halted Event', async () => ((await world.events('Halted', world.ns.name)).length > 0 ? true : undefined), { timeoutMs: HANG_MS });
     // The halt keeps the other node untouched.
     expect(node(await world.nodes(), other ?? '')?.spec?.unschedulable).not.toBe(true);
     await expectNodeUnchanged(other ?? '', 3_000, (n) => (n.spec?.unschedulable === true ? 'cordoned after the halt' : undefined));
