@@ -136,8 +136,13 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: ideal (${last.waves} waves × ${last.singleReplaceSeconds} s pod replace)`, unit: 's', spread: of((m) => m.idealSeconds) },
       { name: `rollout ${label}: wall / ideal`, unit: '×', spread: of((m) => m.ratio), ...(c.nodes === 1000 && c.unavailablePercent === 10 && c.reloadSeconds === 30 ? { target: { op: '<=' as const, value: 1.1 } } : {}) },
       { name: `rollout ${label}: controller overhead per wave`, unit: 's', spread: of((m) => m.overheadPerWaveSeconds), ...(c.nodes === 200 && c.unavailablePercent === 10 && c.reloadSeconds === 0 ? { target: { op: '<=' as const, value: 1 } } : {}) },
-      { name: `rollout ${label}: one wave's ${last.allowedOutOfService} driver pods replaced at once, no coordinator (the cluster's floor)`, unit: 's', spread: of((m) => m.waveFloorSeconds) },
-      { name: `rollout ${label}: wave time above the cluster's floor (wall / waves − floor)`, unit: 's', spread: of((m) => m.aboveFloorPerWaveSeconds) },
+      // Not sampled where one wave is every node (maxUnavailable 100 %), or when every sample failed.
+      ...(runs.every((m) => Number.isFinite(m.waveFloorSeconds))
+        ? [
+            { name: `rollout ${label}: one wave's ${last.allowedOutOfService} driver pods replaced at once, no coordinator (the cluster's floor)`, unit: 's', spread: of((m) => m.waveFloorSeconds) },
+            { name: `rollout ${label}: wave time above the cluster's floor (wall / waves − floor)`, unit: 's', spread: of((m) => m.aboveFloorPerWaveSeconds) },
+          ]
+        : []),
       { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
