@@ -136,7 +136,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: ideal (${last.waves} waves × ${last.singleReplaceSeconds} s pod replace)`, unit: 's', spread: of((m) => m.idealSeconds) },
       { name: `rollout ${label}: wall / ideal`, unit: '×', spread: of((m) => m.ratio), ...(c.nodes === 1000 && c.unavailablePercent === 10 && c.reloadSeconds === 30 ? { target: { op: '<=' as const, value: 1.1 } } : {}) },
       { name: `rollout ${label}: controller overhead per wave`, unit: 's', spread: of((m) => m.overheadPerWaveSeconds), ...(c.nodes === 200 && c.unavailablePercent === 10 && c.reloadSeconds === 0 ? { target: { op: '<=' as const, value: 1 } } : {}) },
-      // Not sampled where one wave is every node (maxUnavailable 100 %), or when every sample failed.
+      // Left out when every floor sample failed (a stored case from before the floor was sampled at 100 % has none either).
       ...(runs.every((m) => Number.isFinite(m.waveFloorSeconds))
         ? [
             { name: `rollout ${label}: one wave's ${last.allowedOutOfService} driver pods replaced at once, no coordinator (the cluster's floor)`, unit: 's', spread: of((m) => m.waveFloorSeconds) },
@@ -147,23 +147,30 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
     );
-    const t = last.timeline;
-    notes.push(
-      `${label}: load ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} at the end (1 min); ` +
-        `where the time goes (medians over nodes): first node out of service ${t.firstStartSeconds} s after the change; out of service → driver pod deleted ${t.startToDeleteSeconds} s; ` +
-        `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); slot handoff (node done → next node out) ${t.handoffSeconds} s; ` +
-        `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
-        `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
-        `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
-        `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
-        `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; wave replaced at once (no coordinator) samples ${last.waveFloorSamples.join(', ')} s; ` +
-        `wave ends ${last.doneTimesSeconds.join(', ')} s`,
-    );
+    notes.push(rolloutNote(label, loadAtStart, last));
     bars.push({ label, value: last.wallSeconds, mark: last.idealSeconds });
   }
   for (const f of failed) notes.push(`FAILED ${f}`);
   if (failed.length > 0) casesFailed = true;
   return withStoredCases({ figures, notes, chart: barChart(bars, 's') }, dedupe(cases).map(caseLabel));
+}
+
+/** A case's note: the load, where the time went, the requests, and the raw samples. */
+function rolloutNote(label: string, loadAtStart: number, last: RolloutMeasurement): string {
+  const t = last.timeline;
+  const handoff = Number.isFinite(t.handoffSeconds) ? `slot handoff (node done → next node out) ${t.handoffSeconds} s` : 'no slot handoff (every node in one wave)';
+  const floor = last.waveFloorSamples.length === 0 ? 'not sampled' : `samples ${last.waveFloorSamples.join(', ')} s`;
+  return (
+    `${label}: load ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} at the end (1 min); ` +
+    `where the time goes (medians over nodes): first node out of service ${t.firstStartSeconds} s after the change; out of service → driver pod deleted ${t.startToDeleteSeconds} s; ` +
+    `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); ${handoff}; ` +
+    `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
+    `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
+    `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
+    `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
+    `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; wave replaced at once (no coordinator) ${floor}; ` +
+    `wave ends ${last.doneTimesSeconds.join(', ')} s`
+  );
 }
 
 /**

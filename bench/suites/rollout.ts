@@ -25,6 +25,7 @@ import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } f
 import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
 import { apiErrorMessage, apiStatusCode } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { floorWaves, SINGLE_SAMPLES } from '../lib/floor-waves.ts';
 import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { freePort } from '../../test/bed/free-port.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
@@ -111,9 +112,6 @@ const LEASE_FLAGS = ['--lease-duration-seconds', '120', '--renew-deadline-second
 
 let caseNumber = 0;
 
-/** Waves replaced at once, without the coordinator, to measure the cluster's floor for a wave. */
-const FLOOR_SAMPLES = 3;
-
 export async function measureRollout(c: RolloutCase, log: (line: string) => void): Promise<RolloutMeasurement> {
   caseNumber += 1;
   const base = join(tmpdir(), `driver-rollout-bench-${process.pid}-${caseNumber}`);
@@ -167,20 +165,18 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   }, { describe: () => `${readyPods} Ready` });
 
   const samples: number[] = [];
-  for (const node of names.slice(0, 3)) samples.push(await replaceOnePod(core, node));
+  for (const node of names.slice(0, SINGLE_SAMPLES)) samples.push(await replaceOnePod(core, node));
   const single = quantile([...samples].sort((a, b) => a - b), 0.5);
   log(`one driver pod replaced in ${samples.map((s) => s.toFixed(2)).join(', ')} s`);
 
   const allowed = Math.ceil((c.nodes * c.unavailablePercent) / 100);
   const floorSamples: number[] = [];
-  for (let i = 0; i < FLOOR_SAMPLES; i++) {
-    const wave = names.slice(3 + i * allowed, 3 + (i + 1) * allowed);
-    if (wave.length !== allowed) continue;
+  for (const wave of floorWaves(names, allowed)) {
     try {
       floorSamples.push(await replaceWaveAtOnce(kc, core, wave));
     } catch (error) {
       // A diagnostic: the rollout is still measured, with the floor left out.
-      log(`the cluster's floor, sample ${i + 1}: ${error instanceof Error ? error.message : String(error)}`);
+      log(`the cluster's floor, a wave of ${wave.length}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
   const floor = floorSamples.length === 0 ? Number.NaN : quantile([...floorSamples].sort((a, b) => a - b), 0.5);
