@@ -95,7 +95,7 @@ async function runOnce(tree: Tree, nodes: number, figures: Figures, record: bool
   for (const pod of objects.pods) tree.ingestPod(pod);
   for (const node of objects.nodes) tree.ingestNode(node);
   await collectGarbage();
-  const inputs = (): unknown => ({ caches: objects.caches, writtenNodes: new Map(), evictionBlocked: new Map() });
+  const inputs = (): unknown => ({ caches: objects.caches, writtenNodes: new Map(), evictionBlocked: new Map(), deletedPods: new Map() });
   const snapshot = cpuMs(() => tree.buildSnapshot(tree.rollout, tree.policy, inputs()));
   const first = cpuMs(() => tree.planUpgrades(snapshot.result, tree.policy, tree.now));
   const applied = tree.applyActions(tree.buildSnapshot(tree.rollout, tree.policy, inputs()), first.result.nodePlans.flatMap((n) => n.actions));

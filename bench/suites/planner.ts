@@ -27,7 +27,7 @@ function policy(): DriverRolloutPolicy {
   );
 }
 
-const inputsOf = (caches: ReturnType<typeof clusterObjects>['caches']) => ({ caches, writtenNodes: new Map(), evictionBlocked: new Map() });
+const inputsOf = (caches: ReturnType<typeof clusterObjects>['caches']) => ({ caches, writtenNodes: new Map(), evictionBlocked: new Map(), deletedPods: new Map() });
 
 /**
  * Wall and CPU milliseconds of `work`. CPU time of this thread only (the one that runs the pass,

@@ -3,7 +3,7 @@ import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
 import { markedAsByName } from '../plan/nodes-by-name.ts';
-import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
+import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodRef, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
 import { ObjectMemo } from './object-memo.ts';
 import { driverPodSnapshotOf, mayBeDriverPod, loadedDriverOf, nodeFactsOf, pdbSnapshotOf, podFactsOf, templateFingerprintOf } from './snapshot-of-object.ts';
@@ -14,6 +14,8 @@ export interface SnapshotInputs {
   readonly writtenNodes: ReadonlyMap<string, V1Node>;
   /** Refused evictions by pod uid, reported by the executor (memory only). */
   readonly evictionBlocked: ReadonlyMap<string, { readonly at: number; readonly message: string }>;
+  /** Pods this replica deleted or evicted, by uid, that the caches may not show terminating yet (read-your-writes). */
+  readonly deletedPods: ReadonlyMap<string, unknown>;
 }
 
 /**
@@ -37,7 +39,7 @@ export function buildSnapshot(rollout: RolloutRef, policy: DriverRolloutPolicy, 
     const name = nameOf(cached);
     const node = freshest(cached, inputs.writtenNodes.get(name)) ?? cached;
     const snapshot = nodeSnapshotOf(memo, name, node, caches.pods.byIndex(BY_NODE, name), drivers, policy.keys.driverLoaded);
-    nodes.push(withEvictionBlocks(snapshot, inputs.evictionBlocked));
+    nodes.push(withOwnDeletions(withEvictionBlocks(snapshot, inputs.evictionBlocked), inputs.deletedPods));
   }
   memo.forgetUnseen(nodes.length);
   const pdbs: PdbSnapshot[] = [];
@@ -193,6 +195,25 @@ function withEvictionBlocks(node: NodeSnapshot, blocked: SnapshotInputs['evictio
     pods[i] = { ...pod, evictionBlocked: block };
   }
   return pods === null ? node : { ...node, pods };
+}
+
+/** The pods this replica deleted or evicted, terminating on their node before the caches show it (memory only, so never memoised). */
+function withOwnDeletions(node: NodeSnapshot, deleted: SnapshotInputs['deletedPods']): NodeSnapshot {
+  if (deleted.size === 0) return node;
+  const pods = terminating(node.pods, deleted);
+  const driverPods = terminating(node.driverPods, deleted);
+  return pods === node.pods && driverPods === node.driverPods ? node : { ...node, pods, driverPods };
+}
+
+/** `pods` with those in `deleted` marked deleting; the same array when none changes. */
+function terminating<P extends PodRef & { readonly deleting: boolean }>(pods: readonly P[], deleted: SnapshotInputs['deletedPods']): readonly P[] {
+  let marked: P[] | null = null;
+  for (const [i, pod] of pods.entries()) {
+    if (pod.deleting || !deleted.has(pod.uid)) continue;
+    marked ??= [...pods];
+    marked[i] = { ...pod, deleting: true };
+  }
+  return marked ?? pods;
 }
 
 /** Names of the nodes the DaemonSet's pods are bound to, on the cache's list of its pods. */

@@ -20,6 +20,8 @@ export interface ExecuteHooks {
   /** HTTP 429 on eviction: reported back to the planner through the next snapshot. */
   readonly onEvictionBlocked: (pod: PodRef, message: string, node: string) => void;
   readonly onEvicted: (pod: PodRef) => void;
+  /** A pod deletion was accepted (or found the pod gone): read-your-writes until the pod cache shows it. */
+  readonly onPodDeleted: (pod: PodRef) => void;
   /** A state label was written (for the per-state and per-upgrade histograms). */
   readonly onStateWritten: (action: SetStateAction) => void;
   /** Nodes worked on at once. */
@@ -156,6 +158,7 @@ async function executeAction(action: NodeAction, hooks: ExecuteHooks): Promise<v
     case 'deletePod':
     case 'deleteDriverPod':
       await hooks.writer.deletePod(action.pod);
+      hooks.onPodDeleted(action.pod);
       hooks.logger.info({ node: action.node, pod: `${action.pod.namespace}/${action.pod.name}`, action: action.kind }, 'pod deleted');
       return;
     case 'evictPod': {

@@ -16,6 +16,7 @@ import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
 import { invalidSpecConditions, invalidSpecMessage } from '../status/invalid-spec-status.ts';
 import { isSameJson, newlyTrue, stampConditions, toStoredStatus } from '../status/stored-status.ts';
 import { withTimeout } from '../with-timeout.ts';
+import { DeletedPods } from './deleted-pods.ts';
 import { EvictionMemory } from './eviction-memory.ts';
 import { KnownRollouts } from './known-rollouts.ts';
 import { PodRelevance } from './pod-relevance.ts';
@@ -75,6 +76,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const wake = new WakeSignal(deps.debounceMs ?? 20);
   const writtenNodes = new WrittenNodes();
   const evictions = new EvictionMemory();
+  const deletedPods = new DeletedPods();
   const specs = new SpecParseCache();
   const known = new KnownRollouts();
   const relevance = new PodRelevance();
@@ -115,7 +117,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const nowMs = now();
     // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
     // whose start is not answered yet counts as started, so its slot is never handed out twice.
-    const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: writtenNodes.byName, evictionBlocked: evictions.byPodUid });
+    const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: writtenNodes.byName, evictionBlocked: evictions.byPodUid, deletedPods: deletedPods.byUid });
     const snapshot = applyActions(cached, inFlight.raisingActions());
     for (const n of snapshot.nodes) relevance.collect(n.name);
     const plan = deps.plan(snapshot, policy, nowMs);
@@ -133,6 +135,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       },
       onEvicted: (pod) => {
         evictions.evicted(pod.uid);
+        deletedPods.deleted(pod);
+      },
+      onPodDeleted: (pod) => {
+        deletedPods.deleted(pod);
       },
       onStateWritten: (action) => {
         const at = now();
@@ -185,6 +191,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     known.startPass();
     writtenNodes.forgetStale(deps.caches.nodes);
     evictions.forgetStale(now(), deps.caches.pods);
+    deletedPods.forgetStale(deps.caches.pods);
     let nextWakeAt: number | null = null;
     // A copy: the informer may change the cache while this pass awaits API calls.
     const rollouts = [...deps.caches.rollouts.list()];
@@ -236,6 +243,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       // A new term: another replica may have written since; trust only what the caches show.
       statuses.clear();
       evictions.clear();
+      deletedPods.clear();
       try {
         while (!signal.aborted) {
           // On the reconciler's clock (the tests' fake one: their passes take no time).

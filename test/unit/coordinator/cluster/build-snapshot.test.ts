@@ -39,7 +39,7 @@ function world() {
   });
 }
 
-const empty = { writtenNodes: new Map(), evictionBlocked: new Map() };
+const empty = { writtenNodes: new Map(), evictionBlocked: new Map(), deletedPods: new Map() };
 
 describe('buildSnapshot', () => {
   it('manages nodes running a selected DaemonSet’s pod, plus nodes still carrying the state label or safe-load annotation', () => {
@@ -115,14 +115,14 @@ describe('buildSnapshot', () => {
 
   it('reports refused evictions back on the pod', () => {
     const blocked = new Map([['pod-ml-trainer', { at: 5, message: 'PDB ml/trainers' }]]);
-    const snapshot = buildSnapshot(rollout, policy, { caches: world(), writtenNodes: new Map(), evictionBlocked: blocked });
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), writtenNodes: new Map(), evictionBlocked: blocked, deletedPods: new Map() });
     const trainer = snapshot.nodes.find((n) => n.name === 'gpu-1')?.pods.find((p) => p.name === 'trainer');
     expect(trainer?.evictionBlocked).toEqual({ at: 5, message: 'PDB ml/trainers' });
   });
 
   it('sees its own writes before the cache does (read-your-writes), never an older copy', () => {
     const newer = aNode('gpu-1', { rv: '11', labels: { [keys.upgradeState]: 'cordon-required' } });
-    const snapshot = buildSnapshot(rollout, policy, { caches: world(), writtenNodes: new Map([['gpu-1', newer]]), evictionBlocked: new Map() });
+    const snapshot = buildSnapshot(rollout, policy, { caches: world(), writtenNodes: new Map([['gpu-1', newer]]), evictionBlocked: new Map(), deletedPods: new Map() });
     expect(snapshot.nodes.find((n) => n.name === 'gpu-1')?.labels[keys.upgradeState]).toBe('cordon-required');
   });
 
@@ -130,7 +130,7 @@ describe('buildSnapshot', () => {
     const caches = world();
     caches.pods.put(aDriverPod(driver, 'ghost', 'old'));
     const written = aNode('ghost', { rv: '99', labels: { [keys.upgradeState]: 'drain-required' } });
-    const snapshot = buildSnapshot(rollout, policy, { caches, writtenNodes: new Map([['ghost', written]]), evictionBlocked: new Map() });
+    const snapshot = buildSnapshot(rollout, policy, { caches, writtenNodes: new Map([['ghost', written]]), evictionBlocked: new Map(), deletedPods: new Map() });
     expect(snapshot.nodes.map((n) => n.name)).not.toContain('ghost');
   });
 
@@ -216,7 +216,7 @@ describe('buildSnapshot', () => {
   it('switches at once between the written copy and the cache, and reuses neither when the other is newer', () => {
     const caches = world();
     const written = aNode('gpu-1', { rv: '11', labels: { [keys.upgradeState]: 'cordon-required' } });
-    const read = (w: Map<string, ReturnType<typeof aNode>>) => buildSnapshot(rollout, policy, { caches, writtenNodes: w, evictionBlocked: new Map() }).nodes.find((n) => n.name === 'gpu-1');
+    const read = (w: Map<string, ReturnType<typeof aNode>>) => buildSnapshot(rollout, policy, { caches, writtenNodes: w, evictionBlocked: new Map(), deletedPods: new Map() }).nodes.find((n) => n.name === 'gpu-1');
     expect(read(new Map())?.labels[keys.upgradeState]).toBeUndefined();
     const fromWritten = read(new Map([['gpu-1', written]]));
     expect(fromWritten?.labels[keys.upgradeState]).toBe('cordon-required');
@@ -245,11 +245,32 @@ describe('buildSnapshot', () => {
     expect(byNic?.agentCondition).toBeNull();
   });
 
+  it('shows the pods this replica deleted as terminating until the cache does, without keeping it in the reused snapshot', () => {
+    const caches = world();
+    const deleted = new Map([
+      ['pod-gpu-operator-driver-gpu-1', 'the driver pod'],
+      ['pod-ml-trainer', 'an evicted client'],
+    ]);
+    const gpu1 = buildSnapshot(rollout, policy, { caches, writtenNodes: new Map(), evictionBlocked: new Map(), deletedPods: deleted }).nodes.find((n) => n.name === 'gpu-1');
+    expect(gpu1?.driverPods.map((p) => p.deleting)).toEqual([true]);
+    expect(gpu1?.pods.filter((p) => p.deleting).map((p) => p.name)).toEqual(['trainer']);
+    const again = buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1');
+    expect(again?.driverPods.map((p) => p.deleting)).toEqual([false]);
+    expect(again?.pods.some((p) => p.deleting)).toBe(false);
+  });
+
+  it('keeps the node snapshot itself when no pod of the node was deleted by this replica', () => {
+    const caches = world();
+    const first = buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1');
+    const other = buildSnapshot(rollout, policy, { caches, writtenNodes: new Map(), evictionBlocked: new Map(), deletedPods: new Map([['elsewhere', 1]]) }).nodes.find((n) => n.name === 'gpu-1');
+    expect(other).toBe(first);
+  });
+
   it('shows a refused eviction on its pod without keeping it in the reused snapshot', () => {
     const caches = world();
     const uid = buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.uid ?? '';
     const blocked = new Map([[uid, { at: 1, message: 'PDB says no' }]]);
-    expect(buildSnapshot(rollout, policy, { caches, writtenNodes: new Map(), evictionBlocked: blocked }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.evictionBlocked).toEqual({ at: 1, message: 'PDB says no' });
+    expect(buildSnapshot(rollout, policy, { caches, writtenNodes: new Map(), evictionBlocked: blocked, deletedPods: new Map() }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.evictionBlocked).toEqual({ at: 1, message: 'PDB says no' });
     expect(buildSnapshot(rollout, policy, { caches, ...empty }).nodes.find((n) => n.name === 'gpu-1')?.pods[0]?.evictionBlocked).toBeUndefined();
   });
 

@@ -74,6 +74,7 @@ function snapshotOf(objects: { nodes: V1Node[]; pods: V1Pod[] }) {
     caches: cachesOf({ ...objects, daemonSets: [driver], revisions: [aRevision(driver, 1, 'old'), aRevision(driver, 2, 'new')] }),
     writtenNodes: new Map(),
     evictionBlocked: new Map(),
+    deletedPods: new Map(),
   });
 }
 

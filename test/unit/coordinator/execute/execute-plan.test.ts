@@ -35,7 +35,7 @@ function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
   const writer = new InMemoryClusterWriter();
   for (const n of nodes) writer.addNode(n);
   for (const p of pods) writer.addPod(p);
-  const seen = { written: [] as V1Node[], blocked: [] as string[], evicted: [] as string[], states: [] as string[] };
+  const seen = { written: [] as V1Node[], blocked: [] as string[], evicted: [] as string[], deleted: [] as string[], states: [] as string[] };
   const hooks: ExecuteHooks = {
     writer,
     logger: pino({ level: 'silent' }),
@@ -43,6 +43,7 @@ function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
     onNodeWritten: (n) => seen.written.push(n),
     onEvictionBlocked: (p, message) => seen.blocked.push(`${p.name}: ${message}`),
     onEvicted: (p) => seen.evicted.push(p.name),
+    onPodDeleted: (p) => seen.deleted.push(p.name),
     onStateWritten: (a) => seen.states.push(`${a.node} ${a.from}->${a.to}`),
     concurrency: 4,
   };
@@ -70,13 +71,14 @@ describe('executePlan', () => {
     expect(node?.metadata?.labels?.[keys.upgradeState]).toBe('wait-for-jobs-required');
     expect(node?.metadata?.annotations).toEqual({});
     expect(writer.pods.size).toBe(0);
+    expect(seen.deleted).toEqual(['p1']);
     expect(seen.written.map((n) => n.metadata?.resourceVersion)).toEqual(['2', '3']);
     expect(seen.states).toEqual(['n1 cordon-required->wait-for-jobs-required']);
     expect(writer.events[0]).toMatchObject({ target: { kind: 'Node', name: 'n1', uid: 'uid-n1' }, type: 'Normal' });
   });
 
   it('drops the rest of a node’s list after a failure, leaving other nodes alone', async () => {
-    const { writer, hooks } = setUp(['n1', 'n2'], [pod('p1')]);
+    const { writer, hooks, seen } = setUp(['n1', 'n2'], [pod('p1')]);
     writer.failNext.add('deletePod');
     const failures = await executePlan(
       [
@@ -86,6 +88,7 @@ describe('executePlan', () => {
       hooks,
     );
     expect(failures).toEqual([{ node: 'n1', action: 'deletePod', message: 'deletePod failed' }]);
+    expect(seen.deleted).toEqual([]);
     expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBeUndefined();
     expect(writer.nodes.get('n2')?.metadata?.labels?.[keys.upgradeState]).toBe('cordon-required');
   });
@@ -107,9 +110,10 @@ describe('executePlan', () => {
     { name: 'a pod already gone', before: [] as PodRef[] },
     { name: 'a pod replaced by another with the same name', before: [{ ...pod('p1'), uid: 'uid-new' }] },
   ])('treats deleting $name as done (idempotent)', async ({ before }) => {
-    const { writer, hooks } = setUp(['n1'], before);
+    const { writer, hooks, seen } = setUp(['n1'], before);
     const failures = await executePlan([{ node: 'n1', actions: [{ kind: 'deleteDriverPod', node: 'n1', pod: pod('p1') }, setState('n1', 'pod-restart-required', 'validation-required')] }], hooks);
     expect(failures).toEqual([]);
+    expect(seen.deleted).toEqual(['p1']);
     expect(writer.pods.size).toBe(before.length);
     expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBe('validation-required');
   });

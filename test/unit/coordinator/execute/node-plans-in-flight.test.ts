@@ -64,6 +64,7 @@ function hooksOf(writer: InMemoryClusterWriter): ExecuteHooks {
     onNodeWritten: () => undefined,
     onEvictionBlocked: () => undefined,
     onEvicted: () => undefined,
+    onPodDeleted: () => undefined,
     onStateWritten: () => undefined,
     concurrency: 1,
   };

@@ -20,7 +20,7 @@ describe('nodes-by-name', () => {
       revisions: [aRevision(driver, 1, 'new')],
       pods: [aDriverPod(driver, 'n2', 'new'), aDriverPod(driver, 'n1', 'new')],
     });
-    const snapshot = buildSnapshot({ namespace: 'gpu-operator', name: 'gpu', generation: 1 }, aPolicy(), { caches, writtenNodes: new Map(), evictionBlocked: new Map() });
+    const snapshot = buildSnapshot({ namespace: 'gpu-operator', name: 'gpu', generation: 1 }, aPolicy(), { caches, writtenNodes: new Map(), evictionBlocked: new Map(), deletedPods: new Map() });
     expect(snapshot.nodes.map((n) => n.name)).toEqual(['n1', 'n2']);
     expect(isKnownByName(snapshot.nodes)).toBe(true);
   });
