@@ -2,8 +2,9 @@ import type { KubernetesObject, V1ControllerRevision, V1Node, V1Pod } from '@kub
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
+import { markDeleting } from '../plan/mark-deleting.ts';
 import { markedAsByName } from '../plan/nodes-by-name.ts';
-import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodRef, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
+import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
 import { ObjectMemo } from './object-memo.ts';
 import { driverPodSnapshotOf, mayBeDriverPod, loadedDriverOf, nodeFactsOf, pdbSnapshotOf, podFactsOf, templateFingerprintOf } from './snapshot-of-object.ts';
@@ -199,21 +200,9 @@ function withEvictionBlocks(node: NodeSnapshot, blocked: SnapshotInputs['evictio
 
 /** The pods this replica deleted or evicted, terminating on their node before the caches show it (memory only, so never memoised). */
 function withOwnDeletions(node: NodeSnapshot, deleted: SnapshotInputs['deletedPods']): NodeSnapshot {
-  if (deleted.size === 0) return node;
-  const pods = terminating(node.pods, deleted);
-  const driverPods = terminating(node.driverPods, deleted);
+  const pods = markDeleting(node.pods, deleted);
+  const driverPods = markDeleting(node.driverPods, deleted);
   return pods === node.pods && driverPods === node.driverPods ? node : { ...node, pods, driverPods };
-}
-
-/** `pods` with those in `deleted` marked deleting; the same array when none changes. */
-function terminating<P extends PodRef & { readonly deleting: boolean }>(pods: readonly P[], deleted: SnapshotInputs['deletedPods']): readonly P[] {
-  let marked: P[] | null = null;
-  for (const [i, pod] of pods.entries()) {
-    if (pod.deleting || !deleted.has(pod.uid)) continue;
-    marked ??= [...pods];
-    marked[i] = { ...pod, deleting: true };
-  }
-  return marked ?? pods;
 }
 
 /** Names of the nodes the DaemonSet's pods are bound to, on the cache's list of its pods. */

@@ -5,6 +5,7 @@
  */
 import type { UpgradeState } from '../../shared/keys.ts';
 import type { NodeAction } from './action.ts';
+import { markDeleting } from './mark-deleting.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import type { NodeView } from './node-view.ts';
 import { applyNodeObjectAction } from './node-view.ts';
@@ -43,7 +44,7 @@ function applyToNode(node: NodeSnapshot, actions: readonly NodeAction[]): NodeSn
     labels: view.labels,
     annotations: view.annotations,
     unschedulable: view.unschedulable,
-    pods: terminating.size === 0 ? node.pods : node.pods.map((p) => (terminating.has(p.uid) ? { ...p, deleting: true } : p)),
-    driverPods: terminating.size === 0 ? node.driverPods : node.driverPods.map((p) => (terminating.has(p.uid) ? { ...p, deleting: true } : p)),
+    pods: markDeleting(node.pods, terminating),
+    driverPods: markDeleting(node.driverPods, terminating),
   };
 }
