@@ -143,6 +143,12 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
             { name: `rollout ${label}: wave time above the cluster's floor (wall / waves − floor)`, unit: 's', spread: of((m) => m.aboveFloorPerWaveSeconds) },
           ]
         : []),
+      ...(runs.every((m) => Number.isFinite(m.pipelineFloorPerWaveSeconds))
+        ? [
+            { name: `rollout ${label}: every driver pod replaced ${last.allowedOutOfService} at a time, no coordinator (the cluster's pipelined floor), per wave`, unit: 's', spread: of((m) => m.pipelineFloorPerWaveSeconds) },
+            { name: `rollout ${label}: wave time above the pipelined floor (wall / waves − pipelined floor)`, unit: 's', spread: of((m) => m.abovePipelineFloorPerWaveSeconds) },
+          ]
+        : []),
       { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },

@@ -9,7 +9,9 @@
  * included); their ratio; controller overhead per wave ((wall − ideal) / waves); the cluster's
  * floor for a wave (a wave's driver pods deleted at once with no coordinator running, until all
  * are replaced and Ready) and the wave time above that floor (wall / waves − floor: what the
- * coordinator adds to what the cluster itself needs on this machine); the
+ * coordinator adds to what the cluster itself needs on this machine); with no reload delay, the
+ * cluster's pipelined floor (every driver pod replaced `allowed` at a time, no coordinator, a slot
+ * handed on as soon as a replacement is Ready) and the wave time above it; the
  * coordinator's API requests per upgraded node by verb (audit log) and the cluster's
  * apiserver_request_total by verb during the rollout; new TCP connections from the coordinator
  * to the API server during the rollout; the most nodes out of service at once (must never
@@ -26,6 +28,7 @@ import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
 import { apiErrorMessage, apiStatusCode } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { floorWaves, SINGLE_SAMPLES } from '../lib/floor-waves.ts';
+import { SlotPipeline } from '../lib/slot-pipeline.ts';
 import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { freePort } from '../../test/bed/free-port.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
@@ -59,6 +62,14 @@ export interface RolloutMeasurement {
   readonly waveFloorSamples: readonly number[];
   /** wall / waves − waveFloorSeconds: the wave time the coordinator adds to the cluster's own. */
   readonly aboveFloorPerWaveSeconds: number;
+  /**
+   * The cluster's pipelined floor, per wave: every driver pod replaced `allowed` at a time with
+   * no coordinator, each freed slot handed on as soon as a replacement is seen Ready (a watch and
+   * a delete per node, no other write). NaN where not measured (a reload delay, or one wave).
+   */
+  readonly pipelineFloorPerWaveSeconds: number;
+  /** wall / waves − pipelineFloorPerWaveSeconds: what the coordinator's own work adds per wave. NaN where not measured. */
+  readonly abovePipelineFloorPerWaveSeconds: number;
   /** Seconds after the last node was done until the coordinator's last queued Event was sent. */
   readonly eventsSentAfterSeconds: number;
   /** The coordinator's requests during the rollout, by verb (audit log), per upgraded node. */
@@ -181,6 +192,18 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   }
   const floor = floorSamples.length === 0 ? Number.NaN : quantile([...floorSamples].sort((a, b) => a - b), 0.5);
   log(`one wave's ${allowed} driver pods replaced at once, no coordinator, in ${floorSamples.map((s) => s.toFixed(2)).join(', ')} s`);
+  const waves = Math.ceil(c.nodes / allowed);
+  let pipelineFloor = Number.NaN;
+  // Only without a reload delay: with one, it would cost as long as the rollout itself, and the
+  // delay, not the cluster, would set it. With one wave it is the floor above.
+  if (c.reloadSeconds === 0 && waves > 1) {
+    try {
+      pipelineFloor = (await replaceInSlots(kc, core, names, allowed)) / waves;
+      log(`every driver pod replaced ${allowed} at a time, no coordinator: ${pipelineFloor.toFixed(2)} s per wave`);
+    } catch (error) {
+      log(`the cluster's pipelined floor: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
   await retryingWrite('create the DriverRollout', () => kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     group: DRIVER_ROLLOUT_GROUP,
     version: DRIVER_ROLLOUT_VERSION,
@@ -249,7 +272,6 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     const requests = audit.byVerb;
     const opened = [...sampler.seen()].filter((s) => !connectionsBefore.has(s)).length;
     const rss = await rssMb(coordinator.pid);
-    const waves = Math.ceil(c.nodes / allowed);
     const ideal = waves * single;
     const perNode = Object.fromEntries(Object.entries(requests).map(([verb, n]) => [verb, round(n / c.nodes, 2)]));
     const perNodeByResource = Object.fromEntries(Object.entries(audit.byVerbAndResource).map(([key, n]) => [key, round(n / c.nodes, 2)]));
@@ -266,6 +288,8 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       waveFloorSeconds: round(floor, 2),
       waveFloorSamples: floorSamples.map((s) => round(s, 2)),
       aboveFloorPerWaveSeconds: round(wall / waves - floor, 3),
+      pipelineFloorPerWaveSeconds: round(pipelineFloor, 3),
+      abovePipelineFloorPerWaveSeconds: round(wall / waves - pipelineFloor, 3),
       eventsSentAfterSeconds: round(eventsSentAfter, 2),
       requestsPerNode: perNode,
       requestsPerNodeByResource: perNodeByResource,
@@ -358,6 +382,63 @@ async function replaceWaveAtOnce(kc: KubeConfig, core: CoreV1Api, nodes: readonl
     };
     await until(`new Ready driver pods on ${nodes.length} nodes`, 300_000, check, { intervalMs: 50, describe: () => `${replaced.size} replaced as the watch saw; ${listed}` });
     return ((allReadyAt ?? Number.NaN) - t0) / 1000;
+  } finally {
+    stop();
+  }
+}
+
+/**
+ * The cluster's pipelined floor: the driver pods on `nodes` replaced `slots` at a time while no
+ * coordinator runs, each slot handed to the next node (SlotPipeline) as soon as a pod watch
+ * shows the replacement Ready: what any controller that deletes and watches, and writes nothing
+ * else, would need on this machine. Seconds from the first deletion to the last replacement
+ * Ready. A list every 2 s backs the watch up, as in replaceWaveAtOnce.
+ */
+async function replaceInSlots(kc: KubeConfig, core: CoreV1Api, nodes: readonly string[], slots: number): Promise<number> {
+  const listed = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
+  const oldPod = new Map(listed.items.map((p): [string, V1Pod] => [p.spec?.nodeName ?? '', p]));
+  const oldUids = new Set(listed.items.map((p) => p.metadata?.uid));
+  const pipeline = new SlotPipeline(nodes, slots);
+  /** Deletions that failed for good (retryingWrite gave up): the first ends the wait. */
+  const failures: unknown[] = [];
+  /** When the last replacement was seen Ready. */
+  const finished: { at?: number } = {};
+  const remove = (node: string): void => {
+    const name = oldPod.get(node)?.metadata?.name;
+    if (name === undefined) {
+      failures.push(new Error(`no driver pod on ${node}`));
+      return;
+    }
+    retryingWrite(`delete driver pod ${name}`, () => core.deleteNamespacedPod({ name, namespace: NS })).catch((error: unknown) => {
+      failures.push(error);
+    });
+  };
+  const replaced = (node: string): void => {
+    if (!pipeline.isRunning(node)) return;
+    const next = pipeline.done(node);
+    if (next !== undefined) remove(next);
+    if (pipeline.finished()) finished.at ??= performance.now();
+  };
+  const stop = keepWatching(kc, `/api/v1/namespaces/${NS}/pods`, { labelSelector: 'app=driver' }, (type, pod) => {
+    if (type !== 'DELETED' && !oldUids.has(pod.metadata?.uid) && isPodReady(pod)) replaced(pod.spec?.nodeName ?? '');
+  });
+  let listedAt = performance.now();
+  try {
+    await stop.opened;
+    const t0 = performance.now();
+    for (const node of pipeline.start()) remove(node);
+    await until(`every driver pod replaced ${slots} at a time`, 600_000, async () => {
+      if (pipeline.finished() || performance.now() - listedAt < 2_000) return pipeline.finished();
+      listedAt = performance.now();
+      const now = await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' });
+      for (const p of now.items) if (!oldUids.has(p.metadata?.uid) && isPodReady(p)) replaced(p.spec?.nodeName ?? '');
+      return pipeline.finished();
+    }, {
+      intervalMs: 50,
+      describe: () => `running: ${pipeline.running().slice(0, 5).join(', ')}`,
+      stopIf: () => (failures.length === 0 ? undefined : `a deletion failed: ${apiErrorMessage(failures[0])}`),
+    });
+    return ((finished.at ?? Number.NaN) - t0) / 1000;
   } finally {
     stop();
   }
