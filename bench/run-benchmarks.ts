@@ -136,19 +136,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: ideal (${last.waves} waves × ${last.singleReplaceSeconds} s pod replace)`, unit: 's', spread: of((m) => m.idealSeconds) },
       { name: `rollout ${label}: wall / ideal`, unit: '×', spread: of((m) => m.ratio), ...(c.nodes === 1000 && c.unavailablePercent === 10 && c.reloadSeconds === 30 ? { target: { op: '<=' as const, value: 1.1 } } : {}) },
       { name: `rollout ${label}: controller overhead per wave`, unit: 's', spread: of((m) => m.overheadPerWaveSeconds), ...(c.nodes === 200 && c.unavailablePercent === 10 && c.reloadSeconds === 0 ? { target: { op: '<=' as const, value: 1 } } : {}) },
-      // Left out when every floor sample failed (a stored case from before the floor was sampled at 100 % has none either).
-      ...(runs.every((m) => Number.isFinite(m.waveFloorSeconds))
-        ? [
-            { name: `rollout ${label}: one wave's ${last.allowedOutOfService} driver pods replaced at once, no coordinator (the cluster's floor)`, unit: 's', spread: of((m) => m.waveFloorSeconds) },
-            { name: `rollout ${label}: wave time above the cluster's floor (wall / waves − floor)`, unit: 's', spread: of((m) => m.aboveFloorPerWaveSeconds) },
-          ]
-        : []),
-      ...(runs.every((m) => Number.isFinite(m.pipelineFloorPerWaveSeconds))
-        ? [
-            { name: `rollout ${label}: every driver pod replaced ${last.allowedOutOfService} at a time, no coordinator (the cluster's pipelined floor), per wave`, unit: 's', spread: of((m) => m.pipelineFloorPerWaveSeconds) },
-            { name: `rollout ${label}: wave time above the pipelined floor (wall / waves − pipelined floor)`, unit: 's', spread: of((m) => m.abovePipelineFloorPerWaveSeconds) },
-          ]
-        : []),
+      ...floorFigures(label, runs),
       { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
@@ -159,6 +147,37 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
   for (const f of failed) notes.push(`FAILED ${f}`);
   if (failed.length > 0) casesFailed = true;
   return withStoredCases({ figures, notes, chart: barChart(bars, 's') }, dedupe(cases).map(caseLabel));
+}
+
+/**
+ * A case's floors, each left out where a run has none (every sample failed, or a case that does
+ * not measure it: the pipelined floors need a 0 s reload and more than one wave; stored cases
+ * from before a floor was measured have none either).
+ */
+function floorFigures(label: string, runs: readonly RolloutMeasurement[]): Figure[] {
+  const last = runs.at(-1);
+  if (last === undefined) return [];
+  const of = (pick: (m: RolloutMeasurement) => number) => spreadOf(runs.map(pick));
+  return [
+    ...(runs.every((m) => Number.isFinite(m.waveFloorSeconds))
+      ? [
+          { name: `rollout ${label}: one wave's ${last.allowedOutOfService} driver pods replaced at once, no coordinator (the cluster's floor)`, unit: 's', spread: of((m) => m.waveFloorSeconds) },
+          { name: `rollout ${label}: wave time above the cluster's floor (wall / waves − floor)`, unit: 's', spread: of((m) => m.aboveFloorPerWaveSeconds) },
+        ]
+      : []),
+    ...(runs.every((m) => Number.isFinite(m.pipelineFloorPerWaveSeconds))
+      ? [
+          { name: `rollout ${label}: every driver pod replaced ${last.allowedOutOfService} at a time, no coordinator (the cluster's pipelined floor), per wave`, unit: 's', spread: of((m) => m.pipelineFloorPerWaveSeconds) },
+          { name: `rollout ${label}: wave time above the pipelined floor (wall / waves − pipelined floor)`, unit: 's', spread: of((m) => m.abovePipelineFloorPerWaveSeconds) },
+        ]
+      : []),
+    ...(runs.every((m) => Number.isFinite(m.cordonPipelineFloorPerWaveSeconds))
+      ? [
+          { name: `rollout ${label}: the same, each node cordoned before and uncordoned after (the least for a cordoning controller), per wave`, unit: 's', spread: of((m) => m.cordonPipelineFloorPerWaveSeconds) },
+          { name: `rollout ${label}: wave time above the cordoning pipelined floor`, unit: 's', spread: of((m) => m.aboveCordonPipelineFloorPerWaveSeconds) },
+        ]
+      : []),
+  ];
 }
 
 /** A case's note: the load, where the time went, the requests, and the raw samples. */

@@ -27,6 +27,7 @@ import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } f
 import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
 import { apiErrorMessage, apiStatusCode } from '../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { shareApiConnections } from '../../shared/kube/share-api-connections.ts';
 import { floorWaves, SINGLE_SAMPLES } from '../lib/floor-waves.ts';
 import { SlotPipeline } from '../lib/slot-pipeline.ts';
 import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
@@ -68,8 +69,16 @@ export interface RolloutMeasurement {
    * a delete per node, no other write). NaN where not measured (a reload delay, or one wave).
    */
   readonly pipelineFloorPerWaveSeconds: number;
-  /** wall / waves − pipelineFloorPerWaveSeconds: what the coordinator's own work adds per wave. NaN where not measured. */
+  /** wall / waves − pipelineFloorPerWaveSeconds. NaN where not measured. */
   readonly abovePipelineFloorPerWaveSeconds: number;
+  /**
+   * The same with each node cordoned (stored) before its driver pod is deleted and uncordoned
+   * (stored) before its slot is handed on: the least a controller that keeps new workloads off
+   * a node while its driver restarts must do, two more round trips per node. NaN where not measured.
+   */
+  readonly cordonPipelineFloorPerWaveSeconds: number;
+  /** wall / waves − cordonPipelineFloorPerWaveSeconds: what the coordinator adds to that least. NaN where not measured. */
+  readonly aboveCordonPipelineFloorPerWaveSeconds: number;
   /** Seconds after the last node was done until the coordinator's last queued Event was sent. */
   readonly eventsSentAfterSeconds: number;
   /** The coordinator's requests during the rollout, by verb (audit log), per upgraded node. */
@@ -145,7 +154,9 @@ export async function measureRollout(c: RolloutCase, log: (line: string) => void
 }
 
 async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, log: (line: string) => void): Promise<RolloutMeasurement> {
-  const kc = plane.kubeConfig();
+  // One keep-alive pool, as the coordinator and any sound controller has: the single and floor
+  // figures must not include a TLS handshake per request (client-node's default).
+  const kc = shareApiConnections(plane.kubeConfig());
   const core = kc.makeApiClient(CoreV1Api);
   const apps = kc.makeApiClient(AppsV1Api);
   const names = Array.from({ length: c.nodes }, (_, i) => `bench-${String(i).padStart(5, '0')}`);
@@ -193,15 +204,20 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   const floor = floorSamples.length === 0 ? Number.NaN : quantile([...floorSamples].sort((a, b) => a - b), 0.5);
   log(`one wave's ${allowed} driver pods replaced at once, no coordinator, in ${floorSamples.map((s) => s.toFixed(2)).join(', ')} s`);
   const waves = Math.ceil(c.nodes / allowed);
-  let pipelineFloor = Number.NaN;
+  const pipelineFloor = { pods: Number.NaN, cordoned: Number.NaN };
   // Only without a reload delay: with one, it would cost as long as the rollout itself, and the
   // delay, not the cluster, would set it. With one wave it is the floor above.
   if (c.reloadSeconds === 0 && waves > 1) {
-    try {
-      pipelineFloor = (await replaceInSlots(kc, core, names, allowed)) / waves;
-      log(`every driver pod replaced ${allowed} at a time, no coordinator: ${pipelineFloor.toFixed(2)} s per wave`);
-    } catch (error) {
-      log(`the cluster's pipelined floor: ${error instanceof Error ? error.message : String(error)}`);
+    for (const cordon of [false, true]) {
+      const what = cordon ? 'each node cordoned before and uncordoned after' : 'nothing else written';
+      try {
+        const perWave = (await replaceInSlots(kc, core, names, allowed, cordon)) / waves;
+        if (cordon) pipelineFloor.cordoned = perWave;
+        else pipelineFloor.pods = perWave;
+        log(`every driver pod replaced ${allowed} at a time, no coordinator, ${what}: ${perWave.toFixed(2)} s per wave`);
+      } catch (error) {
+        log(`the cluster's pipelined floor (${what}): ${error instanceof Error ? error.message : String(error)}`);
+      }
     }
   }
   await retryingWrite('create the DriverRollout', () => kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
@@ -288,8 +304,10 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       waveFloorSeconds: round(floor, 2),
       waveFloorSamples: floorSamples.map((s) => round(s, 2)),
       aboveFloorPerWaveSeconds: round(wall / waves - floor, 3),
-      pipelineFloorPerWaveSeconds: round(pipelineFloor, 3),
-      abovePipelineFloorPerWaveSeconds: round(wall / waves - pipelineFloor, 3),
+      pipelineFloorPerWaveSeconds: round(pipelineFloor.pods, 3),
+      abovePipelineFloorPerWaveSeconds: round(wall / waves - pipelineFloor.pods, 3),
+      cordonPipelineFloorPerWaveSeconds: round(pipelineFloor.cordoned, 3),
+      aboveCordonPipelineFloorPerWaveSeconds: round(wall / waves - pipelineFloor.cordoned, 3),
       eventsSentAfterSeconds: round(eventsSentAfter, 2),
       requestsPerNode: perNode,
       requestsPerNodeByResource: perNodeByResource,
@@ -391,10 +409,12 @@ async function replaceWaveAtOnce(kc: KubeConfig, core: CoreV1Api, nodes: readonl
  * The cluster's pipelined floor: the driver pods on `nodes` replaced `slots` at a time while no
  * coordinator runs, each slot handed to the next node (SlotPipeline) as soon as a pod watch
  * shows the replacement Ready: what any controller that deletes and watches, and writes nothing
- * else, would need on this machine. Seconds from the first deletion to the last replacement
+ * else, would need on this machine. With `cordon`, each node is cordoned before its deletion and
+ * uncordoned before its slot is handed on, each write awaited: the least for a controller that
+ * keeps workloads off a node while its driver restarts. Seconds from the first deletion to the last replacement
  * Ready. A list every 2 s backs the watch up, as in replaceWaveAtOnce.
  */
-async function replaceInSlots(kc: KubeConfig, core: CoreV1Api, nodes: readonly string[], slots: number): Promise<number> {
+async function replaceInSlots(kc: KubeConfig, core: CoreV1Api, nodes: readonly string[], slots: number, cordon: boolean): Promise<number> {
   const listed = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
   const oldPod = new Map(listed.items.map((p): [string, V1Pod] => [p.spec?.nodeName ?? '', p]));
   const oldUids = new Set(listed.items.map((p) => p.metadata?.uid));
@@ -409,15 +429,27 @@ async function replaceInSlots(kc: KubeConfig, core: CoreV1Api, nodes: readonly s
       failures.push(new Error(`no driver pod on ${node}`));
       return;
     }
-    retryingWrite(`delete driver pod ${name}`, () => core.deleteNamespacedPod({ name, namespace: NS })).catch((error: unknown) => {
+    const cordoned = cordon ? setUnschedulable(core, node, true) : Promise.resolve();
+    cordoned.then(() => retryingWrite(`delete driver pod ${name}`, () => core.deleteNamespacedPod({ name, namespace: NS }))).catch((error: unknown) => {
       failures.push(error);
     });
   };
-  const replaced = (node: string): void => {
-    if (!pipeline.isRunning(node)) return;
+  const handOn = (node: string): void => {
     const next = pipeline.done(node);
     if (next !== undefined) remove(next);
     if (pipeline.finished()) finished.at ??= performance.now();
+  };
+  const uncordoning = new Set<string>();
+  const replaced = (node: string): void => {
+    if (!pipeline.isRunning(node) || uncordoning.has(node)) return;
+    if (!cordon) {
+      handOn(node);
+      return;
+    }
+    uncordoning.add(node);
+    setUnschedulable(core, node, false).then(() => {
+      handOn(node);
+    }, (error: unknown) => failures.push(error));
   };
   const stop = keepWatching(kc, `/api/v1/namespaces/${NS}/pods`, { labelSelector: 'app=driver' }, (type, pod) => {
     if (type !== 'DELETED' && !oldUids.has(pod.metadata?.uid) && isPodReady(pod)) replaced(pod.spec?.nodeName ?? '');
@@ -442,6 +474,10 @@ async function replaceInSlots(kc: KubeConfig, core: CoreV1Api, nodes: readonly s
   } finally {
     stop();
   }
+}
+
+function setUnschedulable(core: CoreV1Api, node: string, unschedulable: boolean): Promise<unknown> {
+  return retryingWrite(`${unschedulable ? 'cordon' : 'uncordon'} ${node}`, () => core.patchNode({ name: node, body: { spec: { unschedulable } } }, MERGE_PATCH));
 }
 
 /** Deletes the driver pod on `node` and waits for its replacement to be Ready: seconds. */
