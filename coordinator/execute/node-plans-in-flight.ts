@@ -26,22 +26,11 @@ interface Queued {
  * node's reason or timer) have a lane of their own too: when a new revision marks a thousand
  * nodes, the first wave's next steps must not queue behind those marks (issue 16: the first wave
  * of a 1,000-node rollout took 46 s against 30 s for one pod replaced); that lane gets only the
- * places the other two leave, and at most MARKS_WHILE_MOVING of them while either runs.
+ * places the other two leave.
  *
  * A node is free again once its writes are answered: its Events (which change nothing a plan
  * reads) may still be under way; `idle` waits for them too.
  */
-/**
- * Marks (the idle lane) written at once while a plan that moves an upgrade is under way. They
- * change no count and no step, but every write shares the API server with the wave's next steps:
- * at 200 nodes, 10 %, marking the 180 waiting nodes up to 12 at a time beside the first wave made
- * that wave take 2.0–2.5 s against 1.2–1.4 s for the later ones; two at a time, 1.6 s and the
- * rollout 13.0 s (12.2–13.5) against 13.6 s (12.9–16.4), 3 runs each (issue 16). The marks of
- * 1,000 nodes then take some 20–40 s instead of a few: their labels and Events come later, the
- * upgrade does not.
- */
-export const MARKS_WHILE_MOVING = 2;
-
 export class NodePlansInFlight {
   readonly #concurrency: number;
   readonly #busy = new Set<string>();
@@ -124,15 +113,12 @@ export class NodePlansInFlight {
 
   /**
    * Plans a lane may run at once: `concurrency`; the idle lane only the places the lanes that
-   * move upgrades leave (at least one, so marks are never starved), and no more than
-   * MARKS_WHILE_MOVING while any of them runs, so a thousand marks do not hold the API server's
-   * attention while a wave's next steps wait for their answers.
+   * move upgrades leave (at least one, so marks are never starved), so a thousand marks do not
+   * hold the API server's attention while a wave's next steps wait for their answers.
    */
   #room(lane: Lane): number {
     if (lane !== this.#lanes.idle) return this.#concurrency;
-    const moving = this.#lanes.counted.running.size + this.#lanes.beside.running.size;
-    const left = Math.max(1, this.#concurrency - moving);
-    return moving === 0 ? left : Math.min(MARKS_WHILE_MOVING, left);
+    return Math.max(1, this.#concurrency - this.#lanes.counted.running.size - this.#lanes.beside.running.size);
   }
 }
 
