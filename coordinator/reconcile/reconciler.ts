@@ -150,11 +150,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         }
       },
     };
-    // A busy node's plan is still being carried out: it is planned again once that is done. Every
+    // A busy node's plan is still being carried out: it is planned again once that is done (unless
+    // it is a mark still queued and this plan moves the node's upgrade: it takes over). Every
     // plan is carried out beside the passes, and no pass waits for one: the next pass overlays
     // the writes that may raise a limited count until they are answered (above).
     for (const p of plan.nodePlans) {
-      if (inFlight.isBusy(p.node)) continue;
+      if (!inFlight.mayStart(p)) continue;
       void inFlight.start(p, hooks, (failure) => {
         // Carried out: plan the node's next step (debounced: the nodes of a wave finish together,
         // and one pass should hand out all the slots they give back). Failed: retry soon.

@@ -2,7 +2,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
-import { movesUpgrade, NodePlansInFlight } from '../../../../coordinator/execute/node-plans-in-flight.ts';
+import { MARKS_WHILE_MOVING, movesUpgrade, NodePlansInFlight } from '../../../../coordinator/execute/node-plans-in-flight.ts';
 import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
 import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
@@ -158,6 +158,44 @@ describe('NodePlansInFlight', () => {
     void busy.start(mark('m3'), hooksOf(api.writer), () => undefined);
     await tick();
     expect(api.held()).toContain('patch m3');
+  });
+
+  it('while an upgrade moves, marks go out at most MARKS_WHILE_MOVING at a time, and with the whole concurrency once none moves', async () => {
+    const marks = ['m1', 'm2', 'm3', 'm4', 'm5'];
+    const api = aHeldWriter(['u1', ...marks]);
+    const inFlight = new NodePlansInFlight(8);
+    const mark = (node: string): NodePlan => ({ node, actions: [setState(node, 'upgrade-done', 'upgrade-required')] });
+    void inFlight.start({ node: 'u1', actions: [setState('u1', 'wait-for-jobs-required', 'pod-restart-required')] }, hooksOf(api.writer), () => undefined);
+    for (const n of marks) void inFlight.start(mark(n), hooksOf(api.writer), () => undefined);
+    await tick();
+    expect(MARKS_WHILE_MOVING).toBe(2);
+    expect(api.held()).toEqual(['patch u1', 'patch m1', 'patch m2']);
+    await api.answer('patch m1');
+    expect(api.held()).toEqual(['patch u1', 'patch m2', 'patch m3']);
+    await api.answer('patch u1');
+    expect(api.held()).toEqual(['patch m2', 'patch m3', 'patch m4', 'patch m5']);
+  });
+
+  it("a start takes over its node's mark while the mark is queued, never once it is being written; a mark takes over nothing", async () => {
+    const marks = ['m1', 'm2', 'm3', 'm4'];
+    const api = aHeldWriter(['u1', ...marks]);
+    const inFlight = new NodePlansInFlight(8);
+    const mark = (node: string): NodePlan => ({ node, actions: [setState(node, 'upgrade-done', 'upgrade-required')] });
+    const settled: string[] = [];
+    void inFlight.start({ node: 'u1', actions: [setState('u1', 'wait-for-jobs-required', 'pod-restart-required')] }, hooksOf(api.writer), () => undefined);
+    for (const n of marks) void inFlight.start(mark(n), hooksOf(api.writer), () => { settled.push(`mark ${n}`); });
+    await tick();
+    expect(api.held()).toEqual(['patch u1', 'patch m1', 'patch m2']); // m3 and m4 queued
+    expect([inFlight.mayStart(aStart('m2')), inFlight.mayStart(mark('m3')), inFlight.mayStart(aStart('m3'))]).toEqual([false, false, true]);
+    void inFlight.start(aStart('m3'), hooksOf(api.writer), () => { settled.push('start m3'); });
+    await tick();
+    expect(api.held()).toEqual(['patch u1', 'patch m1', 'patch m2', 'patch m3 cordon']);
+    await api.answer('patch m1');
+    await api.answer('patch m3 cordon');
+    // m3's queued mark was dropped: the next mark out is m4's, and m3 settles once, as started.
+    expect(api.held()).toEqual(['patch u1', 'patch m2', 'patch m4', 'event m3']);
+    expect(settled).toEqual(['mark m1', 'start m3']);
+    expect(() => inFlight.start(aStart('m2'), hooksOf(api.writer), () => undefined)).toThrow(/m2 already has a plan under way/);
   });
 
   it('movesUpgrade: state changes in progress, cordons, labels and pod actions move an upgrade; marks, reasons and timers do not', () => {
