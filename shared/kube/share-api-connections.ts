@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Cluster, ConnectOptions, KubeConfig } from '@kubernetes/client-node';
 import type { Dispatcher } from 'undici';
 import { DriverRolloutError } from '../errors.ts';
@@ -13,8 +12,9 @@ type CreateDispatcher = (cluster: Cluster | null, agentOptions: object) => Dispa
  * `KubeConfig.createDispatcher`, so each request opens a new TCP+TLS connection (72–114 ms on a
  * quiet machine, seconds under load) and the API server sees one connection per request. This
  * replaces that method on this instance with one that returns the same pool while the TLS
- * material is unchanged; when the files behind it change (a rotated certificate), the next
- * request gets a new pool and the old one closes once its requests end. Proxy and plain-HTTP
+ * material is unchanged (compared byte for byte); when it changes (a rotated certificate, read
+ * again from its file every TLS_FILES_RECHECK_MS: cacheTlsFiles), the next request gets a new
+ * pool and the old one closes once its requests end. Proxy and plain-HTTP
  * configurations keep client-node's own behaviour.
  */
 export function shareApiConnections(kc: KubeConfig, options: ApiConnectionPoolOptions = DEFAULT_API_CONNECTION_POOL): KubeConfig {
@@ -24,15 +24,15 @@ export function shareApiConnections(kc: KubeConfig, options: ApiConnectionPoolOp
     throw new DriverRolloutError('@kubernetes/client-node has no KubeConfig.createDispatcher to share connections through; check shareApiConnections against its source', {});
   }
   const ownDispatcher = original as CreateDispatcher;
-  let current: { key: string; pool: ApiConnectionPool } | undefined;
+  let current: { server: string; connect: ConnectOptions; pool: ApiConnectionPool } | undefined;
   const createDispatcher: CreateDispatcher = (cluster, agentOptions) => {
     const planned = kc.createDispatcherOptions(cluster, agentOptions);
     if (planned.type !== 'agent') return ownDispatcher.call(kc, cluster, agentOptions);
-    const key = tlsKey(cluster?.server ?? '', planned.connect);
-    if (current?.key !== key) {
+    const server = cluster?.server ?? '';
+    if (current === undefined || current.server !== server || !isSameConnectOptions(current.connect, planned.connect)) {
       const previous = current?.pool;
       // client-node hands these same options to undici's Agent; only their optional-field typing differs.
-      current = { key, pool: createApiConnectionPool(planned.connect as ApiConnectOptions, options) };
+      current = { server, connect: planned.connect, pool: createApiConnectionPool(planned.connect as ApiConnectOptions, options) };
       void previous?.close();
     }
     return current.pool.dispatcher;
@@ -41,12 +41,16 @@ export function shareApiConnections(kc: KubeConfig, options: ApiConnectionPoolOp
   return kc;
 }
 
-/** A digest of the server and TLS material: equal keys may share connections. */
-function tlsKey(server: string, connect: ConnectOptions): string {
-  const hash = createHash('sha256').update(server);
-  for (const [name, value] of Object.entries(connect).sort(([a], [b]) => a.localeCompare(b))) {
-    hash.update(`\0${name}=`);
-    for (const part of [value].flat()) hash.update(Buffer.isBuffer(part) ? part : `${typeof part}:${JSON.stringify(part)}`);
-  }
-  return hash.digest('hex');
+/** The same TLS material and options (byte-equal buffers: client-node builds new ones per request): they may share connections. */
+function isSameConnectOptions(a: ConnectOptions, b: ConnectOptions): boolean {
+  const names = Object.keys(a);
+  if (names.length !== Object.keys(b).length) return false;
+  return names.every((name) => isSameValue((a as Record<string, unknown>)[name], (b as Record<string, unknown>)[name]));
+}
+
+function isSameValue(a: unknown, b: unknown): boolean {
+  if (Buffer.isBuffer(a) || Buffer.isBuffer(b)) return Buffer.isBuffer(a) && Buffer.isBuffer(b) && a.equals(b);
+  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => isSameValue(v, b[i]));
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) return JSON.stringify(a) === JSON.stringify(b);
+  return a === b;
 }
