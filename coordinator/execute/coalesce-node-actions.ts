@@ -10,8 +10,8 @@ import type { UpgradeState } from '../../shared/keys.ts';
  * running the list in order: a merge patch applies its changes as if one after another, an Event
  * changes nothing the planner reads, and if the patch fails none of the transitions it carries
  * happened, so none of their Events is sent. Pod actions keep their place: a patch after a pod
- * action is not moved before it. A start's cordon rides in the patch that stores cordon-required
- * (the planner stops a node in cordon-required until a snapshot shows the cordon).
+ * action is not moved before it, nor past a check (requireSamePods). A start's cordon rides in
+ * the patch that stores cordon-required; the steps planned past it follow the check.
  *
  * An Event that reports a state label ("Successfully updated node state label to [X]",
  * `reportsState`) is sent only for the state the patch stores: a state entered and left within

@@ -1,7 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { NodeAction, NodeObjectAction, NodePlan, SetStateAction } from '../plan/action.ts';
+import type { NodeAction, NodeObjectAction, NodePlan, RequireSamePodsAction, SetStateAction } from '../plan/action.ts';
 import { nodePatchOf } from '../plan/node-patch.ts';
 import type { PodRef } from '../plan/snapshot.ts';
 import { apiErrorMessage } from '../../shared/kube/api-error.ts';
@@ -24,6 +24,8 @@ export interface ExecuteHooks {
   readonly onPodDeleted: (pod: PodRef) => void;
   /** A state label was written (for the per-state and per-upgrade histograms). */
   readonly onStateWritten: (action: SetStateAction) => void;
+  /** UIDs of the pods bound to the node as the pod cache has them now (requireSamePods). */
+  readonly podUidsOn: (node: string) => readonly string[];
   /** Nodes worked on at once. */
   readonly concurrency: number;
   /**
@@ -48,7 +50,8 @@ export interface ActionFailure {
  * the first failure drops the rest of that node's list: the next pass re-plans from what the
  * cluster then shows. Node-object actions up to the next pod action become one merge patch, with
  * the Events between them sent after it (coalesceNodeActions); a driver pod deletion may go
- * beside the patch before it (driverDeletionBeside). A refused
+ * beside the patch before it (driverDeletionBeside). A requireSamePods check that finds other
+ * pods on the node ends its list there, as done (the next pass plans from them). A refused
  * eviction (429) and a failed Event do not stop the list.
  */
 export async function executePlan(nodePlans: readonly NodePlan[], hooks: ExecuteHooks): Promise<readonly ActionFailure[]> {
@@ -98,6 +101,15 @@ export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, count
       if (counted !== undefined && done >= counted.after) tell();
       const early = sent.get(group);
       if (early === undefined && !mayStart(group, wrote, hooks)) return undefined;
+      if (!isPatch(group) && group.kind === 'requireSamePods') {
+        // Not a failure: the next pass plans the node's steps from the pods there are now.
+        if (!hasSamePods(group, hooks)) {
+          hooks.logger.info({ node: plan.node }, 'the pods on the node changed between planning and the cordon; planning its next steps again');
+          return undefined;
+        }
+        done += 1;
+        continue;
+      }
       wrote = isPatch(group) || (wrote && group.kind === 'emitEvent');
       if (!isPatch(group) && group.kind === 'emitEvent') {
         events.push(runGroup(plan.node, group, hooks).then(() => undefined));
@@ -126,6 +138,13 @@ export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, count
  */
 function mayStart(group: ActionGroup, wrote: boolean, hooks: ExecuteHooks): boolean {
   return hooks.signal?.aborted !== true || (wrote && !isPatch(group) && group.kind === 'emitEvent');
+}
+
+function hasSamePods(check: RequireSamePodsAction, hooks: ExecuteHooks): boolean {
+  const now = hooks.podUidsOn(check.node);
+  if (now.length !== check.podUids.length) return false;
+  const planned = new Set(check.podUids);
+  return now.every((uid) => planned.has(uid));
 }
 
 /** One patch or one other action, bounded by the request timeout; a failure as data. */
@@ -167,6 +186,9 @@ async function executeAction(action: NodeAction, hooks: ExecuteHooks): Promise<v
       else hooks.onEvictionBlocked(action.pod, result.message, action.node);
       return;
     }
+    case 'requireSamePods':
+      // A check, made in order by executeNodePlan; nothing to send.
+      return;
     case 'emitEvent':
       try {
         await hooks.writer.emitEvent({

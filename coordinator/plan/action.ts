@@ -17,6 +17,11 @@
  *   removeAnnotation, clearSafeLoad) may be merged into one merge patch of the Node
  *   (`nodePatchOf` in node-patch.ts); that is equivalent and atomic. Events between them may be
  *   sent after that patch (they change nothing the planner reads).
+ * - requireSamePods is a check, not a write: it ends the node's list (as done, not failed) when
+ *   the node's pods in the cache are no longer those the plan was made on. A pass that cordons
+ *   a node plans its next steps from pods seen before the cordon was stored; placed after the
+ *   cordon's patch, the check lets those steps go on only if the pods seen once the cordon is
+ *   answered are the same, as a pass planned then would see them.
  * - Every action is idempotent: setting a value that is already there, deleting or evicting a
  *   pod that is gone (404) or whose UID differs (409 precondition) is success.
  * - evictPod: HTTP 429 is not a failure of the node's list; report it back in the next snapshot
@@ -113,6 +118,16 @@ export interface EmitEventAction {
   readonly reportsState?: UpgradeState;
 }
 
+/**
+ * Go on only if the node's pods (driver pods included, by UID) are those listed: what the steps
+ * after a cordon decided from (wait for jobs, pod deletion, drain, the device-in-use hold).
+ */
+export interface RequireSamePodsAction {
+  readonly kind: 'requireSamePods';
+  readonly node: string;
+  readonly podUids: readonly string[];
+}
+
 export type NodeObjectAction =
   | SetStateAction
   | CordonAction
@@ -122,7 +137,7 @@ export type NodeObjectAction =
   | SetLabelAction
   | ClearSafeLoadAction;
 
-export type NodeAction = NodeObjectAction | DeletePodAction | EvictPodAction | DeleteDriverPodAction | EmitEventAction;
+export type NodeAction = NodeObjectAction | DeletePodAction | EvictPodAction | DeleteDriverPodAction | EmitEventAction | RequireSamePodsAction;
 
 export interface NodePlan {
   readonly node: string;

@@ -5,7 +5,8 @@
  * 1. Every node runs its state's handler (states/handle-*.ts). A handler either waits (with a
  *    reason and maybe a timer), does nothing, or advances; an advance may chain into the next
  *    state's handler in the same pass when the next decision rests only on facts this pass has
- *    not changed (it never chains past its own cordon). Nodes that end in upgrade-required are
+ *    not changed; past its own cordon only behind a check (requireSamePods) that the node's pods
+ *    are still those it planned on once the cordon is stored. Nodes that end in upgrade-required are
  *    candidates to start.
  * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
  * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node

@@ -3,7 +3,7 @@ import { untilAborted } from '../../shared/abortable-sleep.ts';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { buildSnapshot } from '../cluster/build-snapshot.ts';
-import type { CacheKind, ClusterCaches } from '../cluster/cluster-caches.ts';
+import { BY_NODE, type CacheKind, type ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import type { ExecuteHooks } from '../execute/execute-plan.ts';
 import { NodePlansInFlight } from '../execute/node-plans-in-flight.ts';
@@ -127,6 +127,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       concurrency: deps.concurrency ?? 32,
       signal,
       nodeUid: (name) => deps.caches.nodes.get('', name)?.metadata?.uid,
+      podUidsOn: (name) => deps.caches.pods.byIndex(BY_NODE, name).map((p) => p.metadata?.uid ?? ''),
       onNodeWritten: (node) => {
         writtenNodes.written(node);
       },

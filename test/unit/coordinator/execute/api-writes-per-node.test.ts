@@ -46,8 +46,9 @@ function rollOut(start: ClusterSnapshot, policy: DriverRolloutPolicy): Writes {
   return { perNode, storedStates, reportedStates, final: snapshot };
 }
 
-/** One executor request: a merge patch (noting the state label it stores), an Event, or a pod action. */
+/** One executor request: a merge patch (noting the state label it stores), an Event, or a pod action; a check (requireSamePods) sends nothing. */
 function countWrite(group: readonly NodeObjectAction[] | NodeAction, count: { patches: number; events: number; pods: number }, storedStates: Set<string>): void {
+  if ('kind' in group && group.kind === 'requireSamePods') return;
   if (!('kind' in group)) {
     count.patches += 1;
     const label = nodePatchOf(group).metadata?.labels?.[KEYS.upgradeState];

@@ -33,6 +33,8 @@ function heldUntilReleased<A extends unknown[], R>(call: (...args: A) => Promise
 
 function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
   const writer = new InMemoryClusterWriter();
+  /** The pod cache by node, for requireSamePods: every pod of `pods` is on the first node. */
+  const podsOn = new Map<string, string[]>([[nodes[0] ?? '', pods.map((p) => p.uid)]]);
   for (const n of nodes) writer.addNode(n);
   for (const p of pods) writer.addPod(p);
   const seen = { written: [] as V1Node[], blocked: [] as string[], evicted: [] as string[], deleted: [] as string[], states: [] as string[] };
@@ -45,9 +47,10 @@ function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
     onEvicted: (p) => seen.evicted.push(p.name),
     onPodDeleted: (p) => seen.deleted.push(p.name),
     onStateWritten: (a) => seen.states.push(`${a.node} ${a.from}->${a.to}`),
+    podUidsOn: (node) => podsOn.get(node) ?? [],
     concurrency: 4,
   };
-  return { writer, hooks, seen };
+  return { writer, hooks, seen, podsOn };
 }
 
 describe('executePlan', () => {
@@ -185,6 +188,48 @@ describe('executePlan', () => {
     const { writer, hooks } = setUp(['n1'], [driver]);
     await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1' }, setState('n1', 'cordon-required', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver }] }], hooks);
     expect(writer.calls).toEqual(['patchNode n1', 'deletePod gpu-operator/driver-n1']);
+  });
+
+  describe('a start planned on past its cordon (requireSamePods)', () => {
+    const driver: PodRef = { namespace: 'gpu-operator', name: 'driver-n1', uid: 'uid-driver-n1' };
+    const start = (podUids: readonly string[]): NodePlan => ({
+      node: 'n1',
+      actions: [
+        setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1' }, event('n1', 'cordon-required'),
+        { kind: 'requireSamePods', node: 'n1', podUids },
+        setState('n1', 'cordon-required', 'pod-restart-required'), event('n1', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver },
+      ],
+    });
+
+    it('goes on once the cordon is answered when the node has the pods the plan was made on', async () => {
+      const { writer, hooks } = setUp(['n1'], [driver]);
+      expect(await executePlan([start([driver.uid])], hooks)).toEqual([]);
+      expect(writer.calls).toEqual(['patchNode n1', 'emitEvent n1 GPUDriverUpgrade', 'deletePod gpu-operator/driver-n1', 'patchNode n1', 'emitEvent n1 GPUDriverUpgrade']);
+      expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBe('pod-restart-required');
+    });
+
+    it('checks the pods only after the cordon is answered', async () => {
+      const { writer, hooks, podsOn } = setUp(['n1'], [driver]);
+      const { held, release: answer } = heldUntilReleased(writer.patchNode.bind(writer));
+      writer.patchNode = held;
+      const run = executePlan([start([driver.uid])], hooks);
+      await vi.waitFor(() => {
+        expect(writer.calls).toEqual([]);
+      });
+      podsOn.set('n1', [driver.uid, 'uid-scheduled-before-the-cordon']);
+      answer();
+      expect(await run).toEqual([]);
+      expect(writer.calls).toEqual(['patchNode n1', 'emitEvent n1 GPUDriverUpgrade']);
+    });
+
+    it('stops, as done and not failed, after the cordon when the pods changed: the node stays cordon-required for the next pass', async () => {
+      const { writer, hooks } = setUp(['n1'], [driver]);
+      expect(await executePlan([start([])], hooks)).toEqual([]);
+      expect(writer.calls).toEqual(['patchNode n1', 'emitEvent n1 GPUDriverUpgrade']);
+      expect(writer.pods.size).toBe(1);
+      expect(writer.nodes.get('n1')?.metadata?.labels?.[keys.upgradeState]).toBe('cordon-required');
+      expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
+    });
   });
 
   it('fails a node whose API call hangs instead of stalling the pass', async () => {

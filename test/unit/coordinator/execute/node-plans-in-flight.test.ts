@@ -63,6 +63,7 @@ function hooksOf(writer: InMemoryClusterWriter): ExecuteHooks {
     nodeUid: (name) => `uid-${name}`,
     onNodeWritten: () => undefined,
     onEvictionBlocked: () => undefined,
+    podUidsOn: () => [],
     onEvicted: () => undefined,
     onPodDeleted: () => undefined,
     onStateWritten: () => undefined,

@@ -279,6 +279,8 @@ export function effectsOf(plan: Plan, node: string): string[] {
         return ['clearSafeLoad'];
       case 'setLabel':
         return [`label:${a.key}=${a.value}`];
+      case 'requireSamePods':
+        return ['requireSamePods'];
       case 'setAnnotation':
       case 'removeAnnotation':
       case 'emitEvent':

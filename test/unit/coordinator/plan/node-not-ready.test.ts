@@ -128,10 +128,11 @@ const cases: readonly Case[] = [
     effects: ['uncordon', 'state:upgrade-done'],
   },
   {
-    name: 'the steps before the driver restart go on: a NotReady node is cordoned …',
+    name: 'the steps before the driver restart go on: a NotReady node is cordoned and moves on to the driver restart, where it is held …',
     node: aNode('n1').inState('cordon-required').outdated().notReady(10),
     policy: FAIL_AFTER_30,
-    effects: ['cordon'],
+    effects: ['cordon', 'requireSamePods', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required'],
+    reason: 'node-not-ready',
   },
   {
     name: '… and its device pods are evicted (their controllers replace them elsewhere)',

@@ -35,7 +35,10 @@ const LOADED = loadedBy('gpu-driver-n1');
 const RESTART_ONLY = { [KEYS.restartOnly]: 'true', [KEYS.upgradeStartTime]: secondsAgo(30) };
 const gpuPod = (name: string) => aPod(name).requesting('nvidia.com/gpu');
 const OPERAND = 'nvidia.com/gpu.deploy.device-plugin';
-const FULL_START = ['state:upgrade-required', 'state:cordon-required', 'cordon'];
+/** The full path's start: cordoned, then on to the driver restart behind a check of the node's pods (requireSamePods). */
+const CORDON_AND_ON = ['cordon', 'requireSamePods', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'];
+const FULL_START = ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON];
+const FULL = { effects: FULL_START, reason: 'waiting-for-driver-pod' } as const;
 
 interface Case {
   readonly name: string;
@@ -78,25 +81,25 @@ const cases: Record<string, readonly Case[]> = {
       reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.initialStateUnschedulable]: 'true' },
     },
-    { name: 'new driver version: full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED), template: NEW_VERSION, effects: FULL_START },
-    { name: 'new module parameters: full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED), template: NEW_PARAMETERS, effects: FULL_START },
-    { name: 'template does not say what it loads: full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED), template: null, effects: FULL_START },
-    { name: 'nothing published (an older agent): full path', node: aNode('n1').inState('upgrade-done').outdated(), effects: FULL_START },
+    { name: 'new driver version: full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED), template: NEW_VERSION, ...FULL },
+    { name: 'new module parameters: full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED), template: NEW_PARAMETERS, ...FULL },
+    { name: 'template does not say what it loads: full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED), template: null, ...FULL },
+    { name: 'nothing published (an older agent): full path', node: aNode('n1').inState('upgrade-done').outdated(), ...FULL },
     {
       name: 'published by another pod (a lagging write, or from before a reboot): full path',
       node: aNode('n1').inState('upgrade-done').outdated().annotated(loadedBy('gpu-driver-old')),
-      effects: FULL_START,
+      ...FULL,
     },
     {
       name: 'driver pod not Ready (its agent has not verified the load): full path',
       node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED).driverNotReady(),
-      effects: FULL_START,
+      ...FULL,
     },
-    { name: 'a safe-load request (a pod starting afresh): full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED).waitingForSafeLoad(), effects: FULL_START },
+    { name: 'a safe-load request (a pod starting afresh): full path', node: aNode('n1').inState('upgrade-done').outdated().annotated(LOADED).waitingForSafeLoad(), ...FULL },
     {
       name: 'the upgrade-requested annotation asks for the full path',
       node: aNode('n1').inState('upgrade-done').outdated().annotated({ ...LOADED, [KEYS.upgradeRequested]: 'true' }),
-      effects: FULL_START,
+      ...FULL,
     },
     {
       name: 'a retried failed cycle: full path',
@@ -153,7 +156,8 @@ const cases: Record<string, readonly Case[]> = {
       name: 'the template changed again to a new version before the pod was deleted: the full path from the cordon',
       node: aNode('n1').inState('pod-restart-required').outdated().annotated({ ...LOADED, ...RESTART_ONLY }),
       template: NEW_VERSION,
-      effects: ['state:cordon-required', 'cordon'],
+      effects: ['state:cordon-required', ...CORDON_AND_ON],
+      reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.restartOnly]: null },
       event: /no longer a restart only/,
     },

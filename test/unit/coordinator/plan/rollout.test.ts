@@ -9,7 +9,7 @@ import { stateOf } from '../../../../coordinator/plan/node-view.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import { isOutOfService, isUpgrading } from '../../../../coordinator/plan/pool-capacity.ts';
 import type { ClusterSnapshot } from '../../../../coordinator/plan/snapshot.ts';
-import { KEYS, NOW, aCluster, aNode, aPdb, aPod, aPolicy } from './fixtures.ts';
+import { KEYS, NOW, aCluster, aNode, aPdb, aPod, aPolicy, effectsOf } from './fixtures.ts';
 import { evolve, execute, randomFrom, type WorldOptions } from './simulate.ts';
 
 interface Run {
@@ -176,5 +176,31 @@ describe('whole rollouts in the simulated world', () => {
     }
     const states = world.nodes.map((n) => [n.labels[KEYS.upgradeState], n.labels[ofedKeys.upgradeState], n.unschedulable]);
     expect(states).toEqual(world.nodes.map(() => ['upgrade-done', 'upgrade-done', false]));
+  });
+});
+
+describe('a pod scheduled onto a node after the pass that cordons it, before the cordon is stored', () => {
+  const policy = aPolicy({ maxParallelUpgrades: 0, maxUnavailable: '100%', podDeletion: {} });
+  const waiting = (): ClusterSnapshot => aCluster([aNode('n1').inState('upgrade-required').outdated()]);
+  const n1Of = (snapshot: ClusterSnapshot) => snapshot.nodes.find((n) => n.name === 'n1');
+
+  it('is not missed: the steps planned past the cordon stop, the node stays cordon-required, and the next pass evicts the pod before the driver restart', () => {
+    const cluster = waiting();
+    const plan = planUpgrades(cluster, policy, NOW);
+    expect(effectsOf(plan, 'n1')).toContain('deleteDriverPod:gpu-operator/gpu-driver-n1');
+    const train = aPod('train').requesting('nvidia.com/gpu').build();
+    const withPod = { ...cluster, nodes: cluster.nodes.map((n) => ({ ...n, pods: [...n.pods, train] })) };
+    const after = execute(withPod, plan, NOW);
+    expect(stateOf(n1Of(after)?.labels ?? {}, KEYS.upgradeState)).toBe('cordon-required');
+    expect(n1Of(after)?.unschedulable).toBe(true);
+    expect(n1Of(after)?.driverPods.every((p) => !p.deleting)).toBe(true);
+    expect(effectsOf(planUpgrades(after, policy, NOW + 1_000), 'n1')).toEqual(['state:wait-for-jobs-required', 'state:pod-deletion-required', 'evictPod:work/train']);
+  });
+
+  it('without one, the same plan restarts the driver once the cordon is stored', () => {
+    const cluster = waiting();
+    const after = execute(cluster, planUpgrades(cluster, policy, NOW), NOW);
+    expect(stateOf(n1Of(after)?.labels ?? {}, KEYS.upgradeState)).toBe('pod-restart-required');
+    expect(n1Of(after)?.driverPods.every((p) => p.deleting)).toBe(true);
   });
 });

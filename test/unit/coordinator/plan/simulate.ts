@@ -45,6 +45,8 @@ export function execute(snapshot: ClusterSnapshot, plan: Plan, now: number, keep
   const refused = new Map<string, string>();
   for (const nodePlan of plan.nodePlans) {
     for (const action of nodePlan.actions.slice(0, keep(nodePlan.node, nodePlan.actions.length))) {
+      // As the executor: the rest of the list only if the node's pods are those planned on.
+      if (action.kind === 'requireSamePods' && !hasPods(snapshot, action.node, action.podUids)) break;
       if (action.kind === 'evictPod') {
         const pdb = refusingPdb(snapshot, action.node, action.pod.uid);
         if (pdb !== null) {
@@ -67,6 +69,12 @@ export function execute(snapshot: ClusterSnapshot, plan: Plan, now: number, keep
       }),
     })),
   };
+}
+
+function hasPods(snapshot: ClusterSnapshot, nodeName: string, uids: readonly string[]): boolean {
+  const node = snapshot.nodes.find((n) => n.name === nodeName);
+  const now = node === undefined ? [] : [...node.driverPods, ...node.pods].map((p) => p.uid);
+  return now.length === uids.length && now.every((uid) => uids.includes(uid));
 }
 
 function refusingPdb(snapshot: ClusterSnapshot, nodeName: string, uid: string): string | null {

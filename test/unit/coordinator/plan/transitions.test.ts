@@ -54,33 +54,38 @@ const NO_DELETION = { podDeletion: { enable: false } } as const;
 const DRAIN = { drain: { enable: true, timeoutSeconds: 300 } } as const;
 const VALIDATION = { validation: { podSelector: 'app=nvidia-operator-validator', timeoutSeconds: 600 } } as const;
 const gpuPod = (name: string) => aPod(name).requesting('nvidia.com/gpu');
+/** A start's cordon, then the steps up to the driver restart, planned behind a check that the node's pods are still those seen (requireSamePods). */
+const CORDON_AND_ON = ['cordon', 'requireSamePods', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required'] as const;
+const DELETE_DRIVER = 'deleteDriverPod:gpu-operator/gpu-driver-n1';
 
 const cases: Record<string, readonly Case[]> = {
   unknown: [
     { name: 'current driver pod → upgrade-done', node: aNode('n1'), effects: ['state:upgrade-done'] },
     {
-      name: 'out-of-date driver pod → upgrade-required, starts and is cordoned',
+      name: 'out-of-date driver pod → upgrade-required, starts, is cordoned and moves on to the driver restart',
       node: aNode('n1').outdated(),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
+      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, DELETE_DRIVER],
+      reason: 'waiting-for-driver-pod',
     },
     {
-      name: 'safe-load annotation with a current pod → upgrade-required',
+      name: 'safe-load annotation with a current pod → upgrade-required, cordoned, the load released, uncordoned',
       node: aNode('n1').waitingForSafeLoad(),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
+      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'clearSafeLoad', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     },
     { name: 'no driver pod → waits', node: aNode('n1').withoutDriverPod(), effects: [], reason: 'no-driver-pod' },
   ],
   'upgrade-done': [
     { name: 'current → nothing', node: aNode('n1').inState('upgrade-done'), effects: [] },
     {
-      name: 'new DaemonSet revision → upgrade-required → cordon-required',
+      name: 'new DaemonSet revision → upgrade-required → cordon-required → on to the driver restart',
       node: aNode('n1').inState('upgrade-done').outdated(),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
+      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, DELETE_DRIVER],
+      reason: 'waiting-for-driver-pod',
     },
     {
       name: 'upgrade-requested annotation → upgrade-required; the annotation is consumed at the start',
       node: aNode('n1').inState('upgrade-done').annotated({ [KEYS.upgradeRequested]: 'true' }),
-      effects: ['state:upgrade-required', 'state:cordon-required', 'cordon'],
+      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
       annotations: { [KEYS.upgradeRequested]: null },
     },
     {
@@ -94,7 +99,8 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'start records the start time and takes no initial-state mark on a schedulable node',
       node: aNode('n1').inState('upgrade-required').outdated(),
-      effects: ['state:cordon-required', 'cordon'],
+      effects: ['state:cordon-required', ...CORDON_AND_ON, DELETE_DRIVER],
+      reason: 'waiting-for-driver-pod',
       annotations: { [KEYS.upgradeStartTime]: secondsAgo(0) },
     },
     {
@@ -163,10 +169,11 @@ const cases: Record<string, readonly Case[]> = {
   ],
   'cordon-required': [
     {
-      name: 'schedulable → cordon, then stop until the cordon is seen',
+      name: 'schedulable → cordon, then the next steps from the pods seen, behind a check that they are still there once the cordon is stored',
       node: aNode('n1').inState('cordon-required').outdated().with(gpuPod('train')),
       policy: DELETION,
-      effects: ['cordon'],
+      effects: ['cordon', 'requireSamePods', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'evictPod:work/train'],
+      reason: 'waiting-for-pod-deletion',
     },
     {
       name: 'already cordoned → moves on in the same pass',
