@@ -41,6 +41,21 @@ import { round } from '../lib/machine.ts';
 import { parseAuditLines, summarizeRolloutAudit } from '../lib/rollout-audit.ts';
 import { quantile } from '../lib/stats.ts';
 
+/**
+ * Set to a directory, the coordinator of every rollout writes a V8 CPU profile there (node
+ * --cpu-prof; it is stopped gracefully so that the profile is written). Profiling costs CPU:
+ * figures from such runs are for finding where the time goes, not for comparing.
+ */
+export const COORDINATOR_CPU_PROFILE_ENV = 'BENCH_COORDINATOR_CPU_PROFILE';
+
+/** The coordinator's extra environment, and the signal that stops it, with or without a profile asked for. */
+function coordinatorProfiling(): { readonly env: Readonly<Record<string, string>>; readonly stop: NodeJS.Signals } {
+  const dir = process.env[COORDINATOR_CPU_PROFILE_ENV];
+  if (dir === undefined || dir === '') return { env: {}, stop: 'SIGKILL' };
+  // A profiled coordinator writes its profile on a graceful exit only.
+  return { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` }, stop: 'SIGTERM' };
+}
+
 export interface RolloutCase {
   readonly nodes: number;
   /** maxUnavailable as a percentage of the nodes, e.g. 10. */
@@ -233,8 +248,9 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     },
   }));
   const metricsPort = await freePort();
+  const profile = coordinatorProfiling();
   const coordinator = startProgram('coordinator/main.ts', {
-    env: { ...COORDINATOR_ALLOCATOR_ENV },
+    env: { ...COORDINATOR_ALLOCATOR_ENV, ...profile.env },
     args: ['--kubeconfig', coordinatorKubeconfig, '--namespace', NS, '--lease-namespace', NS, '--identity', 'bench', '--metrics-port', String(metricsPort), '--log-level', 'warn', ...LEASE_FLAGS],
   });
   const apiPort = Number(new URL(plane.server).port);
@@ -334,7 +350,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     };
   } finally {
     await sampler.stop();
-    coordinator.signal('SIGKILL');
+    coordinator.signal(profile.stop);
     await coordinator.exited;
   }
 }
