@@ -30,22 +30,22 @@ export function cacheTlsFiles(kc: KubeConfig, options: CacheTlsFilesOptions = { 
   const getCluster = kc.getCurrentCluster.bind(kc);
   const getUser = kc.getCurrentUser.bind(kc);
   const clusters = new InlinedFiles<Cluster>(options, (cluster, read) => {
-    if (cluster.caFile === undefined || cluster.caFile === '') return cluster;
     const { caFile, ...rest } = cluster;
-    return { ...rest, caData: read(caFile) };
+    return isNamed(caFile) ? { ...rest, caData: read(caFile) } : cluster;
   });
   const users = new InlinedFiles<User>(options, (user, read) => {
     const { certFile, keyFile, ...rest } = user;
-    if ((certFile === undefined || certFile === '') && (keyFile === undefined || keyFile === '')) return user;
-    return {
-      ...rest,
-      ...(certFile === undefined || certFile === '' ? {} : { certData: read(certFile) }),
-      ...(keyFile === undefined || keyFile === '' ? {} : { keyData: read(keyFile) }),
-    };
+    if (!isNamed(certFile) && !isNamed(keyFile)) return user;
+    return { ...rest, ...(isNamed(certFile) ? { certData: read(certFile) } : {}), ...(isNamed(keyFile) ? { keyData: read(keyFile) } : {}) };
   });
   kc.getCurrentCluster = () => clusters.of(getCluster());
   kc.getCurrentUser = () => users.of(getUser());
   return kc;
+}
+
+/** A file path is given (client-node reads a file only then). */
+function isNamed(file: string | undefined): file is string {
+  return file !== undefined && file !== '';
 }
 
 /** The last inlined copy of one object (the current cluster or user), kept for `recheckMs`. */

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Cluster, ConnectOptions, KubeConfig } from '@kubernetes/client-node';
 import type { Dispatcher } from 'undici';
 import { DriverRolloutError } from '../errors.ts';
@@ -29,7 +30,8 @@ export function shareApiConnections(kc: KubeConfig, options: ApiConnectionPoolOp
     const planned = kc.createDispatcherOptions(cluster, agentOptions);
     if (planned.type !== 'agent') return ownDispatcher.call(kc, cluster, agentOptions);
     const server = cluster?.server ?? '';
-    if (current === undefined || current.server !== server || !isSameConnectOptions(current.connect, planned.connect)) {
+    // Byte-equal material (client-node builds new buffers for every request) may share connections.
+    if (current === undefined || current.server !== server || !isDeepStrictEqual(current.connect, planned.connect)) {
       const previous = current?.pool;
       // client-node hands these same options to undici's Agent; only their optional-field typing differs.
       current = { server, connect: planned.connect, pool: createApiConnectionPool(planned.connect as ApiConnectOptions, options) };
@@ -39,18 +41,4 @@ export function shareApiConnections(kc: KubeConfig, options: ApiConnectionPoolOp
   };
   hook.createDispatcher = createDispatcher;
   return kc;
-}
-
-/** The same TLS material and options (byte-equal buffers: client-node builds new ones per request): they may share connections. */
-function isSameConnectOptions(a: ConnectOptions, b: ConnectOptions): boolean {
-  const names = Object.keys(a);
-  if (names.length !== Object.keys(b).length) return false;
-  return names.every((name) => isSameValue((a as Record<string, unknown>)[name], (b as Record<string, unknown>)[name]));
-}
-
-function isSameValue(a: unknown, b: unknown): boolean {
-  if (Buffer.isBuffer(a) || Buffer.isBuffer(b)) return Buffer.isBuffer(a) && Buffer.isBuffer(b) && a.equals(b);
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => isSameValue(v, b[i]));
-  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) return JSON.stringify(a) === JSON.stringify(b);
-  return a === b;
 }

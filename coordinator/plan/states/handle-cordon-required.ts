@@ -14,8 +14,8 @@ import { advance, type StateHandler } from '../step.ts';
  */
 export const handleCordonRequired: StateHandler = (node) => {
   if (node.view.unschedulable) return advance('wait-for-jobs-required', true);
-  const name = node.view.snapshot.name;
   const snapshot = node.view.snapshot;
+  const name = snapshot.name;
   const check: NodeAction = { kind: 'requireSamePods', node: name, podUids: [...snapshot.driverPods, ...snapshot.pods].map((p) => p.uid) };
   return advance('wait-for-jobs-required', true, [{ kind: 'cordon', node: name }, check]);
 };
