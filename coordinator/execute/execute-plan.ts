@@ -76,22 +76,27 @@ export interface CountedWatch {
   readonly reached: () => void;
 }
 
+/** What a caller of executeNodePlan is told as the list goes; each optional. */
+export interface NodePlanWatch {
+  /** Told as soon as the actions it names are answered (see countedPrefix), before the rest of the list. */
+  readonly counted?: CountedWatch;
+  /** Given, the list resolves without waiting for its Events, handing them over still under way. */
+  readonly eventsBeside?: (events: Promise<void>) => void;
+  /** Told once every action but the Events has gone through: the list neither failed nor ended short. */
+  readonly completed?: () => void;
+}
+
 /**
  * One node's list. Events are sent without holding up the node's next write (they change nothing
  * the next action depends on, and a failed Event is only logged); the node's list resolves once
  * its Events are sent too, so a pass still ends with all its requests done; or, given
- * `eventsBeside`, once its other actions are, handing it the Events still under way. `counted` is
- * told as soon as the actions it names are answered (see countedPrefix), before the rest of the list.
+ * `watch.eventsBeside`, once its other actions are, handing it the Events still under way.
  */
-export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, counted?: CountedWatch, eventsBeside?: (events: Promise<void>) => void): Promise<ActionFailure | undefined> {
+export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, watch: NodePlanWatch = {}): Promise<ActionFailure | undefined> {
+  const { counted } = watch;
   const events: Promise<void>[] = [];
   let done = 0;
-  let told = false;
-  const tell = (): void => {
-    if (told || counted === undefined) return;
-    told = true;
-    counted.reached();
-  };
+  const tell = onceOnly(() => counted?.reached());
   /** Groups sent ahead of their turn (a driver pod deletion beside its patch: driverDeletionBeside), and their answers. */
   const sent = new Map<ActionGroup, Promise<ActionFailure | undefined>>();
   try {
@@ -121,14 +126,29 @@ export async function executeNodePlan(plan: NodePlan, hooks: ExecuteHooks, count
       if (failure !== undefined) return failure;
       done += isPatch(group) ? group.length : 1;
     }
+    watch.completed?.();
     return undefined;
   } finally {
     // A node is free once all its writes are answered, a deletion sent beside a failed patch too.
     await Promise.all(sent.values());
     tell();
-    if (eventsBeside === undefined) await Promise.all(events);
-    else if (events.length > 0) eventsBeside(Promise.all(events).then(() => undefined));
+    await handOver(events, watch.eventsBeside);
   }
+}
+
+function onceOnly(action: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    action();
+  };
+}
+
+/** Waits for the list's Events, or hands those still under way to `eventsBeside` when given. */
+async function handOver(events: readonly Promise<void>[], eventsBeside: NodePlanWatch['eventsBeside']): Promise<void> {
+  if (eventsBeside === undefined) await Promise.all(events);
+  else if (events.length > 0) eventsBeside(Promise.all(events).then(() => undefined));
 }
 
 /**

@@ -11,6 +11,8 @@ interface Queued {
   /** Actions (Events not counted) a pass must see stored before it hands out slots; 0: none. */
   readonly countedAfter: number;
   readonly counted: () => void;
+  /** Told whether the plan was carried out in full (for the plans that wait on it: NodePlan.after). */
+  readonly outcome: (complete: boolean) => void;
 }
 
 /**
@@ -33,6 +35,12 @@ interface Queued {
  *
  * A node is free again once its writes are answered: its Events (which change nothing a plan
  * reads) may still be under way; `idle` waits for them too.
+ *
+ * A pass's plans start together (`startPlans`). One that names another node in `after` (it took
+ * the slot that node's plan gives back: plan/slot-release.ts) is busy and counted from then on,
+ * but joins its lane only once that plan has been carried out in full; if that plan fails, ends
+ * short or did not start (its node was busy), the waiting plan is dropped and settles as done, so
+ * the next pass plans its node afresh. The two plans never share a lane's places while one waits.
  */
 /**
  * Marks (the idle lane) written at once while a plan that moves an upgrade is under way. They
@@ -50,6 +58,8 @@ export class NodePlansInFlight {
   readonly #busy = new Set<string>();
   readonly #lanes = { counted: new Lane(), beside: new Lane(), idle: new Lane() };
   readonly #events = new Set<Promise<void>>();
+  /** Plans waiting for another node's plan before they join their lane (NodePlan.after). */
+  readonly #waiting = new Set<Promise<void>>();
   /** Per node, the actions of a plan under way that may raise a limited count and are not stored yet (countedPrefix). */
   readonly #raising = new Map<string, readonly NodeAction[]>();
 
@@ -81,24 +91,67 @@ export class NodePlansInFlight {
    * short of them: failed, or leadership lost); at once for a plan that raises no count.
    */
   start(plan: NodePlan, hooks: ExecuteHooks, settled: (failure: ActionFailure | undefined) => void): Promise<void> {
+    return this.#start(plan, hooks, settled, undefined, () => undefined);
+  }
+
+  /**
+   * Starts the plans of one pass that may start (mayStart), each as `start` does, a plan with
+   * `after` once the plan of that node among them has been carried out in full (see above); one
+   * whose `after` names a plan that waits itself is dropped. `settled` gets each started plan
+   * and its failure.
+   */
+  startPlans(plans: readonly NodePlan[], hooks: ExecuteHooks, settled: (plan: NodePlan, failure: ActionFailure | undefined) => void): void {
+    const starting = plans.filter((p) => this.mayStart(p));
+    const outcomes = new Map(starting.map((p) => [p.node, Promise.withResolvers<boolean>()]));
+    // Only a plan that waits on none may be waited on: plans waiting on each other would never run.
+    const waitsOnNone = new Set(starting.filter((p) => p.after === undefined).map((p) => p.node));
+    for (const plan of starting) {
+      const after = plan.after;
+      const gate = after === undefined ? undefined : ((waitsOnNone.has(after) ? outcomes.get(after)?.promise : undefined) ?? Promise.resolve(false));
+      void this.#start(plan, hooks, (failure) => { settled(plan, failure); }, gate, (complete) => outcomes.get(plan.node)?.resolve(complete));
+    }
+  }
+
+  #start(plan: NodePlan, hooks: ExecuteHooks, settled: Queued['settled'], gate: Promise<boolean> | undefined, outcome: Queued['outcome']): Promise<void> {
     if (this.#busy.has(plan.node)) this.#dropQueuedMark(plan);
     this.#busy.add(plan.node);
     const countedAfter = countedPrefix(plan);
-    if (countedAfter === 0) {
-      const lane = this.#laneOf(plan);
-      lane.queue.push({ plan, hooks, settled, countedAfter, counted: () => undefined });
-      this.#pump();
-      return Promise.resolve();
-    }
-    this.#raising.set(plan.node, leadingActions(plan, countedAfter));
+    const lane = this.#laneOf(plan);
+    if (countedAfter > 0) this.#raising.set(plan.node, leadingActions(plan, countedAfter));
     return new Promise<void>((counted) => {
       const stored = (): void => {
         this.#raising.delete(plan.node);
         counted();
       };
-      this.#lanes.counted.queue.push({ plan, hooks, settled, countedAfter, counted: stored });
-      this.#pump();
+      if (countedAfter === 0) counted();
+      const queued: Queued = { plan, hooks, settled, countedAfter, counted: stored, outcome };
+      if (gate === undefined) {
+        this.#enqueue(lane, queued);
+        return;
+      }
+      const waiting = gate.then((go) => {
+        this.#waiting.delete(waiting);
+        if (go) this.#enqueue(lane, queued);
+        else {
+          hooks.logger.info({ node: plan.node, after: plan.after }, 'the node whose slot this plan took has not given it back; planning the node again');
+          this.#finish(queued, undefined, false);
+        }
+      });
+      this.#waiting.add(waiting);
     });
+  }
+
+  #enqueue(lane: Lane, queued: Queued): void {
+    lane.queue.push(queued);
+    this.#pump();
+  }
+
+  /** The plan is over (carried out, failed, or dropped before it began): its node is free. */
+  #finish(queued: Queued, failure: ActionFailure | undefined, complete: boolean): void {
+    queued.counted(); // a list that threw before telling: the pass must not wait forever
+    this.#busy.delete(queued.plan.node);
+    queued.outcome(complete && failure === undefined);
+    queued.settled(failure);
   }
 
   /**
@@ -113,7 +166,7 @@ export class NodePlansInFlight {
 
   /** Resolves once nothing is queued or running (e.g. before a replica that stopped leading returns). */
   async idle(): Promise<void> {
-    const running = (): Promise<void>[] => [...this.#lanes.counted.running, ...this.#lanes.beside.running, ...this.#lanes.idle.running, ...this.#events];
+    const running = (): Promise<void>[] => [...this.#waiting, ...this.#lanes.counted.running, ...this.#lanes.beside.running, ...this.#lanes.idle.running, ...this.#events];
     while (running().length > 0) await Promise.all(running());
   }
 
@@ -137,17 +190,21 @@ export class NodePlansInFlight {
       while (lane.running.size < this.#room(lane)) {
         const next = lane.queue.shift();
         if (next === undefined) break;
-        const watch = next.countedAfter > 0 ? { after: next.countedAfter, reached: next.counted } : undefined;
-        const run = executeNodePlan(next.plan, next.hooks, watch, (events) => {
-          this.#events.add(events);
-          void events.finally(() => this.#events.delete(events));
+        let complete = false;
+        const run = executeNodePlan(next.plan, next.hooks, {
+          ...(next.countedAfter > 0 ? { counted: { after: next.countedAfter, reached: next.counted } } : {}),
+          eventsBeside: (events) => {
+            this.#events.add(events);
+            void events.finally(() => this.#events.delete(events));
+          },
+          completed: () => {
+            complete = true;
+          },
         })
           .catch((error: unknown): ActionFailure => ({ node: next.plan.node, action: next.plan.actions[0]?.kind ?? 'setState', message: String(error) }))
           .then((failure) => {
-            next.counted(); // a list that threw before telling: the pass must not wait forever
-            this.#busy.delete(next.plan.node);
             lane.running.delete(run);
-            next.settled(failure);
+            this.#finish(next, failure, complete);
             this.#pump();
           });
         lane.running.add(run);

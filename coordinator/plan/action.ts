@@ -26,8 +26,11 @@
  *   pod that is gone (404) or whose UID differs (409 precondition) is success.
  * - evictPod: HTTP 429 is not a failure of the node's list; report it back in the next snapshot
  *   as `PodSnapshot.evictionBlocked` and carry on with the node's remaining actions.
- * - Limits are computed conservatively: slots freed by this plan are not reused until a later
- *   pass sees the change, so any subset of the plan executed in any order stays within limits.
+ * - Limits are computed conservatively: any subset of the plan executed in any order stays
+ *   within limits. A slot this plan frees is handed on in the same plan only to a node plan that
+ *   names the freeing node in `after`: the executor starts that plan only once the freeing node's
+ *   plan of the same pass has been carried out in full, and drops it (as done, not failed: the
+ *   next pass plans the node afresh) when that plan failed, was not started, or was cut short.
  */
 import type { UpgradeState } from '../../shared/keys.ts';
 import type { PodRef } from './snapshot.ts';
@@ -143,6 +146,12 @@ export interface NodePlan {
   readonly node: string;
   /** In execution order; see the executor contract above. */
   readonly actions: readonly NodeAction[];
+  /**
+   * The node whose plan in the same pass gives back the slot this plan takes (a start handed the
+   * slot of a node leaving its upgrade: plan/slot-release.ts): carry this plan out only once that
+   * one has been, in full. Absent: no such wait.
+   */
+  readonly after?: string;
 }
 
 export type ReasonCode =

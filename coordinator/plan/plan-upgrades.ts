@@ -10,7 +10,9 @@
  *    candidates to start.
  * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
  * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
- *    that passes takes a slot of its pool and starts (→ cordon-required), chaining on.
+ *    that passes takes a slot of its pool and starts (→ cordon-required), chaining on. A node
+ *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
+ *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
  *
  * Gates (autoUpgrade false, skip label, halt, pool conflict, slots) apply only to starting: a
  * node that has started always runs to upgrade-done or upgrade-failed, because every later step
@@ -31,6 +33,7 @@ import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
+import { slotReleaseOf, takeReleasedSlot, type Membership, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
@@ -70,6 +73,8 @@ export interface NodeRecord {
   readonly actions: NodeAction[];
   reason: Reason | null;
   wakeAt: number | null;
+  /** The node whose plan, once stored, gives back the slot this node's start took (NodePlan.after); null: none. */
+  after: string | null;
 }
 
 export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPolicy, now: number): Plan {
@@ -90,16 +95,20 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
       pool: assignPool(n.labels, policy),
     };
     countInBudget(budgets, node);
-    records.push({ node, actions: [], reason: null, wakeAt: null });
+    records.push({ node, actions: [], reason: null, wakeAt: null, after: null });
   }
   for (const budget of budgets.values()) sealBudget(budget);
 
   const candidates: NodeRecord[] = [];
+  /** Per pool, the slots step 1 gives back once its plans are stored. */
+  const releases = new Map<string, SlotRelease[]>();
   let failedNodes = 0;
   for (const record of records) {
+    const before = membershipOf(record.node);
     if (runNode(record, ctx) === 'candidate') candidates.push(record);
     // Step 1 changes only the node it runs, so each node's count is final here.
     if (countsAsFailed(record, policy)) failedNodes++;
+    collectRelease(releases, record.node, before);
   }
   // Field by field, not a spread of ctx: a spread's shape is made per pass and dropped with it,
   // and with it the optimised code of the checks and handlers that read the context.
@@ -113,7 +122,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
   };
-  startCandidates(candidates, startCtx);
+  startCandidates(candidates, startCtx, releases);
 
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
@@ -121,7 +130,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
   const tally = startTally(budgets, policy);
   for (const record of records) {
     recordReasonAnnotation(record, policy);
-    if (record.actions.length > 0) nodePlans.push({ node: record.node.view.snapshot.name, actions: record.actions });
+    if (record.actions.length > 0) nodePlans.push(toNodePlan(record));
     if (record.reason !== null) reasons.push(toNodeReason(record, record.reason));
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
     tallyRecord(tally, record);
@@ -148,7 +157,27 @@ function createBudgets(policy: DriverRolloutPolicy): Map<string, PoolBudget> {
 function countInBudget(budgets: ReadonlyMap<string, PoolBudget>, node: NodeContext): void {
   if (node.pool.kind !== 'pool') return;
   const budget = budgets.get(node.pool.pool.name);
-  if (budget !== undefined) countMember(budget, { state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready });
+  if (budget !== undefined) countMember(budget, membershipOf(node));
+}
+
+/** What the node counts against its pool's limits as its view stands (before or after the pass's actions). */
+function membershipOf(node: NodeContext): Membership {
+  return { state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready };
+}
+
+function collectRelease(releases: Map<string, SlotRelease[]>, node: NodeContext, before: Membership): void {
+  if (node.pool.kind !== 'pool') return;
+  const release = slotReleaseOf(node.view.snapshot.name, before, membershipOf(node));
+  if (release === null) return;
+  const pool = node.pool.pool.name;
+  const list = releases.get(pool);
+  if (list === undefined) releases.set(pool, [release]);
+  else list.push(release);
+}
+
+function toNodePlan(record: NodeRecord): NodePlan {
+  const node = record.node.view.snapshot.name;
+  return record.after === null ? { node, actions: record.actions } : { node, actions: record.actions, after: record.after };
 }
 
 /** A failed node being retried still counts until it is done: retries do not free the budget. */
@@ -156,7 +185,7 @@ function countsAsFailed(record: NodeRecord, policy: DriverRolloutPolicy): boolea
   return record.node.view.state === 'upgrade-failed' || record.node.view.annotations[policy.keys.failedRevision] !== undefined;
 }
 
-function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): void {
+function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, releases: ReadonlyMap<string, SlotRelease[]>): void {
   const devicePods = ctx.policy.devicePods;
   const priorityLabel = ctx.policy.priorityLabel;
   const ordered = candidates
@@ -174,15 +203,18 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext): 
   for (const { record } of ordered) {
     const node = record.node;
     const reason = firstReason(START_CHECKS, node, ctx);
+    const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
+    const outOfService = isOutOfService(membershipOf(node));
     if (reason !== null) {
-      record.reason = reason;
-      continue;
+      // The slot check comes last: no slot is the only reason left, and a release may end it.
+      const from = reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
+      if (from === null) {
+        record.reason = reason;
+        continue;
+      }
+      record.after = from;
     }
-    if (node.pool.kind === 'pool') {
-      const budget = ctx.budgets.get(node.pool.pool.name);
-      const outOfService = isOutOfService({ state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready });
-      if (budget !== undefined) takeSlot(budget, outOfService);
-    }
+    else if (budget !== undefined) takeSlot(budget, outOfService);
     runNode(record, ctx, startResult(node, ctx));
   }
 }

@@ -12,8 +12,9 @@
  * unlike upstream where they block every other upgrade forever) but they stay cordoned, so they
  * count against maxUnavailable of their own pool, and only of their pool, while cordoned.
  *
- * Slots freed during a pass are not handed out in the same pass: the counts are taken from the
- * snapshot and only ever grow as nodes start, so executing any part of a plan stays within limits.
+ * The counts are taken from the snapshot and only ever grow as nodes start, so executing any
+ * part of a plan stays within limits. A slot freed during a pass is handed out in the same pass
+ * only behind the plan that frees it (slot-release.ts, NodePlan.after).
  */
 import type { UpgradeState } from '../../shared/keys.ts';
 import type { IntOrPercent, PoolPolicy } from '../policy/driver-rollout-spec.ts';

@@ -155,15 +155,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     // it is a mark still queued and this plan moves the node's upgrade: it takes over). Every
     // plan is carried out beside the passes, and no pass waits for one: the next pass overlays
     // the writes that may raise a limited count until they are answered (above).
-    for (const p of plan.nodePlans) {
-      if (!inFlight.mayStart(p)) continue;
-      void inFlight.start(p, hooks, (failure) => {
-        // Carried out: plan the node's next step (debounced: the nodes of a wave finish together,
-        // and one pass should hand out all the slots they give back). Failed: retry soon.
-        if (failure === undefined) wake.trigger();
-        else wake.wakeAt(now() + 1_000, now());
-      });
-    }
+    inFlight.startPlans(plan.nodePlans, hooks, (_plan, failure) => {
+      // Carried out: plan the node's next step (debounced: the nodes of a wave finish together,
+      // and one pass should hand out all the slots they give back). Failed: retry soon.
+      if (failure === undefined) wake.trigger();
+      else wake.wakeAt(now() + 1_000, now());
+    });
     if (signal.aborted) return null; // no longer leading: no status write either
     // The status goes out beside the passes, the latest one last (RolloutStatusWriter.submit).
     const previous = statuses.previousStatus(rollout);

@@ -211,6 +211,73 @@ describe('NodePlansInFlight', () => {
     expect(movesUpgrade(plan({ kind: 'clearSafeLoad', node: 'n1', key: keys.waitForSafeLoad }))).toBe(true);
   });
 
+  describe('a start handed the slot of a node leaving its upgrade (NodePlan.after)', () => {
+    const done = (node: string): NodePlan => ({ node, actions: [setState(node, 'pod-restart-required', 'upgrade-done'), event(node, 'upgrade-done'), { kind: 'uncordon', node }] });
+    const handedOn = (node: string, after: string): NodePlan => ({ ...aStart(node), after });
+
+    it('is counted and busy at once, and sends its cordon once the freeing plan is stored, before that plan’s Event', async () => {
+      const api = aHeldWriter(['a', 'b']);
+      const inFlight = new NodePlansInFlight(4);
+      const settled: string[] = [];
+      // The waiting start first: the order of a pass's plans does not matter.
+      inFlight.startPlans([handedOn('b', 'a'), done('a')], hooksOf(api.writer), (plan, failure) => { settled.push(`${plan.node} ${failure?.message ?? 'ok'}`); });
+      await tick();
+      expect(api.held()).toEqual(['patch a']);
+      expect([inFlight.isBusy('b'), inFlight.mayStart(aStart('b'))]).toEqual([true, false]);
+      expect(inFlight.raisingActions()).toEqual([setState('b', 'upgrade-required', 'cordon-required')]);
+      await api.answer('patch a');
+      expect(api.held()).toEqual(['event a', 'patch b cordon']);
+      await api.answer('patch b cordon');
+      expect(settled).toEqual(['a ok', 'b ok']);
+    });
+
+    it('is dropped, settling as done with nothing sent, when the freeing plan fails', async () => {
+      const writer = new InMemoryClusterWriter();
+      for (const n of ['a', 'b']) writer.addNode(n);
+      writer.failNext.add('patchNode');
+      const inFlight = new NodePlansInFlight(4);
+      const settled: string[] = [];
+      inFlight.startPlans([done('a'), handedOn('b', 'a')], hooksOf(writer), (plan, failure) => { settled.push(`${plan.node} ${failure === undefined ? 'ok' : 'failed'}`); });
+      await inFlight.idle();
+      expect(writer.calls).toEqual(['patchNode a']);
+      expect(settled).toEqual(['a failed', 'b ok']);
+      expect([inFlight.isBusy('b'), inFlight.raisingActions()]).toEqual([false, []]);
+    });
+
+    it('is dropped when the freeing plan did not start: its node was still busy', async () => {
+      const api = aHeldWriter(['a', 'b']);
+      const inFlight = new NodePlansInFlight(4);
+      const settled: string[] = [];
+      void inFlight.start(done('a'), hooksOf(api.writer), () => undefined);
+      inFlight.startPlans([done('a'), handedOn('b', 'a')], hooksOf(api.writer), (plan) => { settled.push(plan.node); });
+      await tick();
+      expect([api.held(), settled, inFlight.isBusy('b')]).toEqual([['patch a'], ['b'], false]);
+    });
+
+    it('is dropped when the plan it names waits itself: plans never wait on each other', async () => {
+      const api = aHeldWriter(['a', 'b']);
+      const inFlight = new NodePlansInFlight(4);
+      const settled: string[] = [];
+      inFlight.startPlans([handedOn('a', 'b'), handedOn('b', 'a')], hooksOf(api.writer), (plan) => { settled.push(plan.node); });
+      await inFlight.idle();
+      expect([api.held(), settled.sort()]).toEqual([[], ['a', 'b']]);
+    });
+
+    it('is dropped when the freeing plan ends short: leadership lost between its two patches', async () => {
+      const api = aHeldWriter(['c', 'd']);
+      const inFlight = new NodePlansInFlight(4);
+      const leading = new AbortController();
+      const settled: string[] = [];
+      const twoPatches: NodePlan = { node: 'c', actions: [setState('c', 'pod-restart-required', 'uncordon-required'), { kind: 'requireSamePods', node: 'c', podUids: [] }, { kind: 'uncordon', node: 'c' }] };
+      inFlight.startPlans([twoPatches, handedOn('d', 'c')], { ...hooksOf(api.writer), signal: leading.signal }, (plan) => { settled.push(plan.node); });
+      await tick();
+      leading.abort();
+      await api.answer('patch c');
+      await inFlight.idle();
+      expect([api.held(), settled]).toEqual([[], ['c', 'd']]);
+    });
+  });
+
   it('a start whose first patch fails is counted (the pass goes on) and settles with the failure', async () => {
     const writer = new InMemoryClusterWriter();
     writer.addNode('n1');

@@ -9,6 +9,8 @@ import { KEYS, NOW, aCluster, aNode, aPod, aPolicy, planAt, reasonOf, statesOf, 
 const started = (plan: ReturnType<typeof planAt>): string[] =>
   plan.nodePlans.filter((p) => p.actions.some((a) => a.kind === 'setState' && a.to === 'cordon-required')).map((p) => p.node);
 
+const afterOf = (plan: ReturnType<typeof planAt>, node: string): string | undefined => plan.nodePlans.find((p) => p.node === node)?.after;
+
 const outdatedNodes = (count: number, build: (n: NodeBuilder, i: number) => NodeBuilder = (n) => n): NodeBuilder[] =>
   Array.from({ length: count }, (_, i) => build(aNode(`n${String(i).padStart(2, '0')}`).inState('upgrade-done').outdated(), i));
 
@@ -36,14 +38,45 @@ describe('slots', () => {
     expect(reasonOf(plan, 'n03')?.code).toBe('no-slot');
   });
 
-  it('a slot freed in this pass is not reused in the same pass', () => {
+  it('a slot freed in this pass is handed on in the same pass, behind the plan that frees it', () => {
     const plan = planAt(
       aCluster([aNode('a').inState('uncordon-required').cordoned(), aNode('b').inState('upgrade-done').outdated()]),
       aPolicy({ maxUnavailable: 1, maxParallelUpgrades: 1 }),
     );
     expect(statesOf(plan, 'a')).toEqual(['upgrade-done']);
-    expect(started(plan)).toEqual([]);
-    expect(reasonOf(plan, 'b')?.code).toBe('no-slot');
+    expect(started(plan)).toEqual(['b']);
+    expect(afterOf(plan, 'b')).toBe('a');
+    expect(afterOf(plan, 'a')).toBeUndefined();
+    expect(plan.status.pools.map((p) => [p.unavailable, p.maxUnavailable])).toEqual([[1, 1]]);
+  });
+
+  it('each freed slot is handed to one node, the freeing nodes taken by name', () => {
+    const plan = planAt(
+      aCluster([aNode('z').inState('uncordon-required').cordoned(), aNode('y').inState('uncordon-required').cordoned(), ...outdatedNodes(3)]),
+      aPolicy({ maxUnavailable: 2, maxParallelUpgrades: 0 }),
+    );
+    expect(started(plan)).toEqual(['n00', 'n01']);
+    expect([afterOf(plan, 'n00'), afterOf(plan, 'n01')]).toEqual(['y', 'z']);
+    expect(reasonOf(plan, 'n02')?.detail).toBe('no slot: 2/2 unavailable in pool default');
+  });
+
+  it('a node that stays cordoned frees no unavailable slot: a failure, or an admin’s cordon kept', () => {
+    const failing = aNode('f').inState('pod-restart-required').cordoned().driverFailing('CompileFailed', 'make exited with 2').annotated({ [KEYS.podRestartStartTime]: String(NOW / 1000 - 3600) });
+    const admin = aNode('a').inState('uncordon-required').cordonedByAdmin();
+    for (const freeing of [failing, admin]) {
+      const plan = planAt(aCluster([freeing, aNode('b').inState('upgrade-done').outdated()]), aPolicy({ maxUnavailable: 1, maxParallelUpgrades: 0 }));
+      expect(plan.nodePlans.some((p) => p.node === freeing.build().name)).toBe(true);
+      expect(started(plan)).toEqual([]);
+      expect(reasonOf(plan, 'b')?.detail).toBe('no slot: 1/1 unavailable in pool default');
+    }
+  });
+
+  it('a failed node frees its parallel slot once its failure is stored, while it stays cordoned', () => {
+    const failing = aNode('f').inState('pod-restart-required').cordoned().driverFailing('CompileFailed', 'make exited with 2').annotated({ [KEYS.podRestartStartTime]: String(NOW / 1000 - 3600) });
+    const plan = planAt(aCluster([failing, aNode('b').inState('upgrade-done').outdated().cordoned()]), aPolicy({ maxUnavailable: 1, maxParallelUpgrades: 1 }));
+    expect(statesOf(plan, 'f')).toEqual(['upgrade-failed']);
+    expect(started(plan)).toEqual(['b']);
+    expect(afterOf(plan, 'b')).toBe('f');
   });
 
   it('upgrade-failed nodes hold no parallel slot but count as unavailable while cordoned', () => {
@@ -86,6 +119,21 @@ describe('pools', () => {
     );
     expect(started(plan)).toEqual([]);
     expect(reasonOf(plan, 'both')?.detail).toBe('left alone: node matches more than one pool (a, h100)');
+  });
+
+  it('a slot freed in one pool is handed on only within that pool', () => {
+    const plan = planAt(
+      aCluster([
+        aNode('a-done').inState('uncordon-required').cordoned().labelled({ rack: 'a' }),
+        aNode('a-next').inState('upgrade-done').outdated().labelled({ rack: 'a' }),
+        aNode('b-out').inState('pod-restart-required').cordoned().outdated().labelled({ rack: 'b' }),
+        aNode('b-next').inState('upgrade-done').outdated().labelled({ rack: 'b' }),
+      ]),
+      aPolicy({ maxParallelUpgrades: 0 }, { pools: [poolA, { name: 'b', nodeSelector: { matchLabels: { rack: 'b' } }, maxUnavailable: 1 }] }),
+    );
+    expect(started(plan)).toEqual(['a-next']);
+    expect(afterOf(plan, 'a-next')).toBe('a-done');
+    expect(reasonOf(plan, 'b-next')?.detail).toBe('no slot: 1/1 unavailable in pool b');
   });
 
   it('a failed node in one pool does not block another pool', () => {

@@ -36,17 +36,21 @@ export interface WorldOptions {
 }
 
 /**
- * Executes a plan like the executor: node by node, in order; `keep(node)` says how many of a
- * node's actions run before a simulated failure (all by default). Evictions a PDB forbids are
- * refused (recorded as evictionBlocked), everything else is applied.
+ * Executes a plan like the executor: node by node, in order, a plan that names another node in
+ * `after` only once that node's plan has run in full; `keep(node)` says how many of a node's
+ * actions run before a simulated failure (all by default). Evictions a PDB forbids are refused
+ * (recorded as evictionBlocked), everything else is applied.
  */
 export function execute(snapshot: ClusterSnapshot, plan: Plan, now: number, keep: (node: string, count: number) => number = (_n, c) => c): ClusterSnapshot {
   const applied: NodeAction[] = [];
   const refused = new Map<string, string>();
-  for (const nodePlan of plan.nodePlans) {
-    for (const action of nodePlan.actions.slice(0, keep(nodePlan.node, nodePlan.actions.length))) {
+  /** Nodes whose plan ran in full. */
+  const complete = new Set<string>();
+  const runPlan = (nodePlan: Plan['nodePlans'][number]): void => {
+    const kept = keep(nodePlan.node, nodePlan.actions.length);
+    for (const action of nodePlan.actions.slice(0, kept)) {
       // As the executor: the rest of the list only if the node's pods are those planned on.
-      if (action.kind === 'requireSamePods' && !hasPods(snapshot, action.node, action.podUids)) break;
+      if (action.kind === 'requireSamePods' && !hasPods(snapshot, action.node, action.podUids)) return;
       if (action.kind === 'evictPod') {
         const pdb = refusingPdb(snapshot, action.node, action.pod.uid);
         if (pdb !== null) {
@@ -56,7 +60,10 @@ export function execute(snapshot: ClusterSnapshot, plan: Plan, now: number, keep
       }
       applied.push(action);
     }
-  }
+    if (kept === nodePlan.actions.length) complete.add(nodePlan.node);
+  };
+  for (const nodePlan of plan.nodePlans) if (nodePlan.after === undefined) runPlan(nodePlan);
+  for (const nodePlan of plan.nodePlans) if (nodePlan.after !== undefined && complete.has(nodePlan.after)) runPlan(nodePlan);
   const after = applyActions(snapshot, applied);
   if (refused.size === 0) return after;
   return {

@@ -127,7 +127,8 @@ const cases: Record<string, readonly Case[]> = {
       name: 'no parallel slot → waits, naming the pool and the count',
       node: aNode('n1').inState('upgrade-required').outdated(),
       policy: { maxParallelUpgrades: 1 },
-      others: [aNode('n0').inState('drain-required').cordoned().with(aPod('w'))],
+      // Outdated: it stays upgrading (its driver pod is restarted), so it hands no slot on.
+      others: [aNode('n0').inState('drain-required').cordoned().outdated().with(aPod('w'))],
       effects: [],
       reason: 'no-slot',
       detail: /^no slot: 1\/1 upgrading in pool default$/,

@@ -169,12 +169,16 @@ describe('a wave’s critical path in round trips (in-memory API answering each 
   // Then 4.6 and 4.5: the start's cordon rides in its cordon-required patch.
   // Then 3.6 and 3.6: the driver pod's deletion goes beside the pod-restart-required patch, and no
   // pass waits for a start's patch (the next one overlays it).
-  // Now 3.4 and 3.36: the steps after a start's cordon are planned with it, behind a check of the
+  // Then 3.4 and 3.36: the steps after a start's cordon are planned with it, behind a check of the
   // node's pods made once the cordon is answered (requireSamePods), not in a pass after a debounce.
-  it.each([[40], [200]])('%i nodes, maxUnavailable 10 per cent: at most 3.5 round trips per wave beyond the pod replacement, within the limit', async (n) => {
+  // Now 3.22 and 3.2: a slot a finishing node gives back is handed on in the pass that finishes
+  // it (NodePlan.after), the next node's cordon sent as soon as the uncordon is answered, not in a
+  // pass after a debounce. Left: the cordon, the deletion and the uncordon (3 round trips, each
+  // after the last is answered, as the limits require) and the debounce after the new pod is Ready.
+  it.each([[40], [200]])('%i nodes, maxUnavailable 10 per cent: at most 3.3 round trips per wave beyond the pod replacement, within the limit', async (n) => {
     const figures = await rollOut(n, '10%');
     const overheadRoundTrips = (figures.totalMs / figures.waves - REPLACE_MS) / ROUND_TRIP_MS;
-    expect(overheadRoundTrips).toBeLessThanOrEqual(3.5);
+    expect(overheadRoundTrips).toBeLessThanOrEqual(3.3);
     // Passes stay few: woken by the nodes' answered plans and the pod changes, not by the
     // informers echoing this replica's own writes.
     expect(figures.passes / figures.waves).toBeLessThanOrEqual(8);
