@@ -180,13 +180,18 @@ function floorFigures(label: string, runs: readonly RolloutMeasurement[]): Figur
   ];
 }
 
-/** A case's note: the load, where the time went, the requests, and the raw samples. */
+/**
+ * A case's note: the machine and when (a stored case stays in the table beside newer ones, see
+ * withStoredCases, and the suite's machine line is the latest run's), the load, where the time
+ * went, the requests, and the raw samples.
+ */
 function rolloutNote(label: string, loadAtStart: number, last: RolloutMeasurement): string {
+  const machine = describeMachine();
   const t = last.timeline;
   const handoff = Number.isFinite(t.handoffSeconds) ? `slot handoff (node done → next node out) ${t.handoffSeconds} s` : 'no slot handoff (every node in one wave)';
   const floor = last.waveFloorSamples.length === 0 ? 'not sampled' : `samples ${last.waveFloorSamples.join(', ')} s`;
   return (
-    `${label}: load ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} at the end (1 min); ` +
+    `${label}: ran on ${machine.cpu} (${machine.cores} cores) at ${machine.at}; load ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(1)} at the end (1 min); ` +
     `where the time goes (medians over nodes): first node out of service ${t.firstStartSeconds} s after the change; out of service → driver pod deleted ${t.startToDeleteSeconds} s; ` +
     `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); ${handoff}; ` +
     `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
