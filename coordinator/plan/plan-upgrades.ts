@@ -31,9 +31,9 @@ import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds }
 import { holdWhileNotReady } from './node-not-ready.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
-import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type PoolBudget } from './pool-capacity.ts';
+import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
-import { slotReleaseOf, takeReleasedSlot, type Membership, type SlotRelease } from './slot-release.ts';
+import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';

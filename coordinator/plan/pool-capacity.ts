@@ -38,7 +38,14 @@ export function isInProgress(state: UpgradeState): boolean {
   return UPGRADING_STATES.has(state) || state === 'uncordon-required';
 }
 
-export function isOutOfService(node: { readonly state: UpgradeState; readonly unschedulable: boolean; readonly ready: boolean }): boolean {
+/** What a node counts against its pool's limits: as the snapshot has it, or as a pass leaves it. */
+export interface Membership {
+  readonly state: UpgradeState;
+  readonly unschedulable: boolean;
+  readonly ready: boolean;
+}
+
+export function isOutOfService(node: Membership): boolean {
   return node.unschedulable || !node.ready || isUpgrading(node.state);
 }
 
@@ -60,7 +67,7 @@ export function createBudget(pool: PoolPolicy): PoolBudget {
   return { pool, total: 0, unavailable: 0, upgrading: 0, maxUnavailable: 0 };
 }
 
-export function countMember(budget: PoolBudget, node: { readonly state: UpgradeState; readonly unschedulable: boolean; readonly ready: boolean }): void {
+export function countMember(budget: PoolBudget, node: Membership): void {
   budget.total++;
   if (isOutOfService(node)) budget.unavailable++;
   if (isUpgrading(node.state)) budget.upgrading++;

@@ -7,15 +7,7 @@
  * cordon is sent once the last one's uncordon is stored, never before, so the cluster never has
  * more nodes out than the limits allow, in any order the writes are answered or fail.
  */
-import { isOutOfService, isUpgrading, slotShortage, takeSlot, type PoolBudget } from './pool-capacity.ts';
-import type { UpgradeState } from '../../shared/keys.ts';
-
-/** What a node counts against its pool's limits: as the snapshot has it, or as a pass leaves it. */
-export interface Membership {
-  readonly state: UpgradeState;
-  readonly unschedulable: boolean;
-  readonly ready: boolean;
-}
+import { isOutOfService, isUpgrading, slotShortage, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 
 /** A count a node's plan lowers once it is stored. */
 export interface SlotRelease {
