@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
 import { ConfigError } from '../shared/errors.ts';
@@ -23,6 +23,8 @@ import { findInstalledKernels } from './build/find-installed-kernels.ts';
 import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import { runAgent } from './run-agent.ts';
+import { hostBlacklistFile, removeHostBlacklist } from './kernel/host-blacklist.ts';
+import { isDriverUninstalled } from './is-driver-uninstalled.ts';
 import { NO_SIMULATED_KERNEL } from './no-simulated-kernel.ts';
 
 /**
@@ -61,7 +63,8 @@ const STOP_FLUSH_MS = 800;
 export async function assembleAgent(config: AgentConfig, log: Logger, overrides: AgentOverrides = {}): Promise<AssembledAgent> {
   const hostInfo = overrides.hostInfo ?? systemHostInfo();
   const kernel = overrides.kernel ?? (await createKernel(config, hostInfo, log, overrides.simulatedKernel));
-  const core = (overrides.kubeConfig ?? loadKubeConfig(config.kubeconfig)).makeApiClient(CoreV1Api);
+  const kubeConfig = overrides.kubeConfig ?? loadKubeConfig(config.kubeconfig);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
   const keys = driverKeys(config.driver, config.keyDomain);
   const now = () => new Date();
 
@@ -115,6 +118,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
             stopFlushMs: STOP_FLUSH_MS,
             random: Math.random,
             preflight,
+            onStop: config.hostBlacklistDir === undefined ? undefined : releaseHostBlacklist(config, config.hostBlacklistDir, core, kubeConfig.makeApiClient(AppsV1Api), log),
           },
           signal,
         );
@@ -123,6 +127,15 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
       }
     },
     close: () => statusServer.close(),
+  };
+}
+
+/** On stop: the host blacklist file goes when the driver is uninstalled, and stays on a restart. */
+function releaseHostBlacklist(config: AgentConfig, dir: string, core: CoreV1Api, apps: AppsV1Api, log: Logger) {
+  return async () => {
+    if (!(await isDriverUninstalled(core, apps, { name: config.podName, namespace: config.podNamespace }))) return;
+    await removeHostBlacklist(dir, config.driver);
+    log.info({ file: hostBlacklistFile(dir, config.driver) }, 'driver uninstalled: removed its host blacklist file');
   };
 }
 

@@ -14,6 +14,10 @@ import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
 import { restoreFirmwarePath, type FirmwareOptions } from './kernel/driver-firmware.ts';
 import { LOAD_PLANS } from './kernel/load-plan.ts';
 import { reloadDriver } from './kernel/reload-driver.ts';
+import { writeHostBlacklist } from './kernel/host-blacklist.ts';
+import { mergeModuleParameters } from './kernel/module-config.ts';
+import type { ModuleParameters } from './kernel/modprobe-config.ts';
+import { readModuleConfig } from './kernel/read-module-config.ts';
 import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
 import { createUnloadGuard } from './teardown/unload-guard.ts';
@@ -57,6 +61,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   let requested: readonly string[] | undefined;
   const toLoad = (built: BuiltDriver) => (config.modules.length > 0 ? config.modules : built.modules.map((m) => m.name));
   let lastBuilt: BuiltDriver | undefined;
+  // MODULE_PARAMETERS with the module config files over them, as read for the last load.
+  let parameters: ModuleParameters = config.moduleParameters;
   let lastDetection: NodeDetection | undefined;
   const guard = createUnloadGuard({
     driver: config.driver,
@@ -88,6 +94,10 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     },
 
     async load(built) {
+      if (config.moduleConfigDir !== undefined) {
+        const fromFiles = await readModuleConfig({ dir: config.moduleConfigDir, sha256: config.moduleConfigSha256 });
+        parameters = mergeModuleParameters(config.moduleParameters, fromFiles);
+      }
       const result = await reloadDriver(kernel, built, {
         tree: tree(built),
         hostTree: hostTree(built),
@@ -98,7 +108,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         firmware,
         // Beside the module cache: a host path that outlives the pod, as the cached modules it names.
         lastGoodFile: join(config.cacheDir, 'last-good', `${config.driver}-${built.kernelVersion}.json`),
-        parameters: config.moduleParameters,
+        parameters,
         loadModules: toLoad(built),
         competingModules: config.blacklist,
         ...(deviceUsers === undefined ? {} : { deviceUsers }),
@@ -116,10 +126,12 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
 
     async verify(built) {
       const loaded = await readLoadedModules(kernel, built.modules.map((m) => m.name));
-      const decision = decideReload(built.modules, requested ?? toLoad(built), loaded, config.moduleParameters);
+      const decision = decideReload(built.modules, requested ?? toLoad(built), loaded, parameters);
       if (decision.kind !== 'fast-path') {
         throw new DriverVerificationError(`the driver is not loaded as built: ${decision.reason}`, { reason: decision.reason });
       }
+      // This driver is the node's driver now: its competing modules stay away after a reboot too.
+      if (config.hostBlacklistDir !== undefined) await writeHostBlacklist(config.hostBlacklistDir, config.driver, config.blacklist);
       // A teardown an earlier agent recorded and did not finish (it died after the unload): finish it.
       if (await guard.restore()) log.info('finished the restore a previous agent recorded');
       return { version: built.version, modules: [...loaded.keys()], loadedDriver };

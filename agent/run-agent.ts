@@ -71,6 +71,8 @@ export interface AgentDeps {
    * next-kernel preflight); runs until the agent stops. Its failures are its own to report.
    */
   readonly preflight?: ((runningKernel: string, signal: AbortSignal) => Promise<void>) | undefined;
+  /** Last on stop, after any unload: what the driver leaves on the host goes when it is uninstalled. */
+  readonly onStop?: (() => Promise<void>) | undefined;
 }
 
 type Attempt =
@@ -284,6 +286,9 @@ async function shutDown(deps: AgentDeps, release: (() => Promise<void>) | undefi
     } catch (error) {
       log.error({ err: error }, 'cannot unload the driver on stop; leaving it loaded');
     }
+  }
+  if (deps.onStop !== undefined) {
+    await deps.onStop().catch((error: unknown) => { log.warn({ err: error }, 'cannot clean up on stop'); });
   }
   reporter.stop();
   if (release !== undefined) {

@@ -28,6 +28,8 @@ export interface DriverIdentity {
   readonly parameters: Readonly<Record<string, Readonly<Record<string, string>>>>;
   /** SHA-256 of the source tarball when the sources are downloaded; undefined for sources in the image. */
   readonly sourceSha256?: string | undefined;
+  /** SHA-256 of the module config files (MODULE_CONFIG_DIR) the template was made with; undefined without them. */
+  readonly moduleConfigSha256?: string | undefined;
 }
 
 /** The agent's load plan when LOAD_PLAN is not set (agent/config/kernel.ts). */
@@ -44,6 +46,7 @@ export const IDENTITY_SETTINGS = {
   loadOptional: { flag: 'load-optional', env: 'LOAD_OPTIONAL' },
   parameters: { flag: 'module-parameters', env: 'MODULE_PARAMETERS' },
   sourceSha256: { flag: 'driver-source-sha256', env: 'DRIVER_SOURCE_SHA256' },
+  moduleConfigSha256: { flag: 'module-config-sha256', env: 'MODULE_CONFIG_SHA256' },
 } as const;
 
 /** Items separated by spaces or commas. */
@@ -92,6 +95,7 @@ export function driverFingerprint(identity: DriverIdentity): string {
     loadOptional: list(identity.loadOptional),
     parameters: sortedObject([...parameters].filter(([, v]) => v.size > 0).map(([m, v]) => [m, sortedObject(v)] as const)),
     ...(identity.sourceSha256 === undefined ? {} : { sourceSha256: identity.sourceSha256 }),
+    ...(identity.moduleConfigSha256 === undefined ? {} : { moduleConfigSha256: identity.moduleConfigSha256 }),
   });
 }
 
@@ -106,6 +110,7 @@ export function driverIdentityFromSettings(value: (setting: keyof typeof IDENTIT
   const { parameters, bad } = parseModuleParameters(value('parameters') ?? '');
   if (bad.length > 0) return null;
   const sha = value('sourceSha256');
+  const configSha = nonEmpty(value('moduleConfigSha256'));
   return {
     version,
     modules: splitList(value('modules') ?? ''),
@@ -113,6 +118,7 @@ export function driverIdentityFromSettings(value: (setting: keyof typeof IDENTIT
     loadOptional: splitList(value('loadOptional') ?? ''),
     parameters,
     ...(nonEmpty(sha) === undefined ? {} : { sourceSha256: sha }),
+    ...(configSha === undefined ? {} : { moduleConfigSha256: configSha }),
   };
 }
 
@@ -156,7 +162,7 @@ function toIdentity(d: Record<string, unknown>): DriverIdentity | null {
   const strings = (v: unknown): string[] | null => (Array.isArray(v) && v.every((s) => typeof s === 'string') ? v : null);
   const modules = strings(d['modules']);
   const loadOptional = strings(d['loadOptional']);
-  const { version, loadPlan, parameters, sourceSha256 } = d;
+  const { version, loadPlan, parameters, sourceSha256, moduleConfigSha256 } = d;
   if (typeof version !== 'string' || typeof loadPlan !== 'string' || modules === null || loadOptional === null) return null;
   if (typeof parameters !== 'object' || parameters === null) return null;
   const params: Record<string, Record<string, string>> = {};
@@ -168,5 +174,14 @@ function toIdentity(d: Record<string, unknown>): DriverIdentity | null {
     }
   }
   if (sourceSha256 !== undefined && typeof sourceSha256 !== 'string') return null;
-  return { version, modules, loadPlan, loadOptional, parameters: params, ...(sourceSha256 === undefined ? {} : { sourceSha256 }) };
+  if (moduleConfigSha256 !== undefined && typeof moduleConfigSha256 !== 'string') return null;
+  return {
+    version,
+    modules,
+    loadPlan,
+    loadOptional,
+    parameters: params,
+    ...(sourceSha256 === undefined ? {} : { sourceSha256 }),
+    ...(moduleConfigSha256 === undefined ? {} : { moduleConfigSha256 }),
+  };
 }

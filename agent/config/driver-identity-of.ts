@@ -10,5 +10,6 @@ export function driverIdentityOf(config: AgentConfig): DriverIdentity {
     loadOptional: config.loadOptional,
     parameters: config.moduleParameters,
     ...(config.source.kind === 'tarball' ? { sourceSha256: config.source.sha256 } : {}),
+    ...(config.moduleConfigSha256 === undefined ? {} : { moduleConfigSha256: config.moduleConfigSha256 }),
   };
 }

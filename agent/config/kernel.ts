@@ -13,8 +13,21 @@ export interface KernelConfig {
   readonly modules: readonly string[];
   /** Module parameters, written as modprobe.d `options` lines: module → parameter → value. */
   readonly moduleParameters: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /**
+   * A mounted ConfigMap of `<module>.conf` files (agent/kernel/module-config.ts): more parameters,
+   * read at every load, over `moduleParameters`; checked against `moduleConfigSha256` when set.
+   */
+  readonly moduleConfigDir: string | undefined;
+  /** The checksum of the module config the pod template was made with: part of the driver identity. */
+  readonly moduleConfigSha256: string | undefined;
   /** Inbox modules that compete with the driver (e.g. `nouveau`), blacklisted during the reload. */
   readonly blacklist: readonly string[];
+  /**
+   * The host's modprobe.d (as mounted): while this driver is the node's loaded driver the
+   * blacklist also lives there (`driver-rollout-<driver>-blacklist.conf`), so a reboot does not
+   * load the competing modules; removed when the driver is uninstalled (agent/kernel/host-blacklist.ts).
+   */
+  readonly hostBlacklistDir: string | undefined;
   readonly deviceSelector: DeviceSelector;
   /** `/sys` on a node; a fixture tree in tests. `<sysfsRoot>/module` is where loaded modules show. */
   readonly sysfsRoot: string;
@@ -83,7 +96,10 @@ const moduleName = /^[A-Za-z0-9_-]+$/;
 export const kernelFlags = {
   modules: optional,
   'module-parameters': optional,
+  'module-config-dir': optional,
+  'module-config-sha256': z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 in hex (64 digits)').optional(),
   blacklist: optional,
+  'host-blacklist-dir': optional,
   'device-kind': z.enum(DEVICE_KINDS).optional(),
   'device-vendors': optional,
   'device-classes': optional,
@@ -115,7 +131,10 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
   return {
     modules: moduleList(c, 'modules', problems),
     moduleParameters: moduleParameters(c['module-parameters'], problems),
+    moduleConfigDir: c['module-config-dir'],
+    moduleConfigSha256: c['module-config-sha256'],
     blacklist: moduleList(c, 'blacklist', problems),
+    hostBlacklistDir: c['host-blacklist-dir'],
     deviceSelector: deviceSelector(c, problems),
     sysfsRoot: c['sysfs-root'],
     moduleRoot: c['module-root'],
