@@ -27,17 +27,23 @@
 #   but is not what the tests build any more (one cold NVIDIA build per CI run).
 #   When bookworm's mirror stops serving ABI 6.1.0-50 (a point release moves main and
 #   security past it), both pins must move together to an open package that builds there.
+# - nvidia-kernel-dkms 535.309.01-0+deb12u1 (bookworm-security, non-free): NVIDIA's proprietary
+#   modules, which build on the newest ABI (6.1.0-56), with firmware-nvidia-gsp of the same
+#   release: the `nvidia` flavour of the driver images (drivers/flavours.ts).
 # - r8168-dkms (non-free), at apt's candidate.
-# Prints `<package> <directory>` per package on stdout.
+# Prints `<package> <directory>` per package on stdout; a package pinned at two versions (the
+# GSP firmware of each NVIDIA release) gets a line each, the directory naming the version.
 #
 # Environment: DRIVER_ROLLOUT_CACHE (default ~/.cache/driver-rollout).
 set -euo pipefail
 
 # The kernel ABI the NVIDIA open modules build for (and the kernel test boots), see above.
 nvidia_kernel=6.1.0-50-amd64
-packages=(nvidia-open-kernel-dkms firmware-nvidia-gsp r8168-dkms "linux-image-$nvidia_kernel")
-# Pinned versions; a package not listed is taken at apt's candidate.
-declare -A pinned=([nvidia-open-kernel-dkms]=535.261.03-1 [firmware-nvidia-gsp]=535.261.03-1)
+# <package>[=<pinned version>]; a package without a pin is taken at apt's candidate. Each NVIDIA
+# modules package is followed by the GSP firmware of its release (checked below).
+packages=(nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1
+  nvidia-kernel-dkms=535.309.01-0+deb12u1 firmware-nvidia-gsp=535.309.01-0+deb12u1
+  r8168-dkms "linux-image-$nvidia_kernel")
 sources_file=/etc/apt/sources.list.d/driver-rollout-vendor.sources
 components="contrib non-free non-free-firmware"
 
@@ -108,10 +114,12 @@ apt_update() {
 # Fast path: the versions resolved last time still hold while apt's lists and our sources file
 # are unchanged, and every package directory is complete.
 resolved="$vendor/resolved"
+name_of() { echo "${1%%=*}"; }
+pin_of() { case $1 in *=*) echo "${1#*=}" ;; esac; }
 all_complete() {
   local name dir i=0
   while read -r name dir; do
-    [ "$name" = "${packages[$i]:-}" ] && [ -f "$dir/.complete" ] || return 1
+    [ "$name" = "$(name_of "${packages[$i]:-}")" ] && [ -f "$dir/.complete" ] || return 1
     i=$((i + 1))
   done < "$resolved"
 }
@@ -145,11 +153,11 @@ rm -f "$resolved.tmp"
 
 # The GSP firmware must be the release the modules were built from (nvidia/<version>/gsp_*.bin):
 # both packages are pinned, and their upstream releases must agree.
-version_of() {
+version_of() { # <package> <pinned version or "">
   local v
-  if [ -n "${pinned[$1]:-}" ]; then
+  if [ -n "$2" ]; then
     # A pinned version must be one apt knows (any suite), else it is gone from the mirror.
-    apt-cache madison "$1" 2>/dev/null | awk -F'|' -v want="${pinned[$1]}" '{ gsub(/ /, "", $2) } $2 == want { print $2; exit }'
+    apt-cache madison "$1" 2>/dev/null | awk -F'|' -v want="$2" '{ gsub(/ /, "", $2) } $2 == want { print $2; exit }'
     return
   fi
   v=$(candidate_version "$1")
@@ -165,21 +173,23 @@ prepare_kernel_tree() {
   [ -f "$root/lib/modules/$kver/modules.dep" ] || { log "depmod wrote no $root/lib/modules/$kver/modules.dep"; exit 1; }
 }
 
-for p in "${packages[@]}"; do
-  version=$(version_of "$p")
+for entry in "${packages[@]}"; do
+  p=$(name_of "$entry")
+  pin=$(pin_of "$entry")
+  version=$(version_of "$p" "$pin")
   if [ -z "$version" ]; then
     apt_update
-    version=$(version_of "$p")
+    version=$(version_of "$p" "$pin")
   fi
   if [ -z "$version" ]; then
-    log "apt has no ${pinned[$p]:+version ${pinned[$p]} of }$p (are $components enabled in $sources_file? is it still on the mirror?)"
+    log "apt has no ${pin:+version $pin of }$p (are $components enabled in $sources_file? is it still on the mirror?)"
     exit 1
   fi
   case $p in
-    nvidia-open-kernel-dkms) nvidia_version=$version ;;
+    nvidia-open-kernel-dkms | nvidia-kernel-dkms) nvidia_package=$p nvidia_version=$version ;;
     firmware-nvidia-gsp)
       if [ "$(upstream_of "$version")" != "$(upstream_of "$nvidia_version")" ]; then
-        log "the pinned versions differ in upstream release: nvidia-open-kernel-dkms $nvidia_version, firmware-nvidia-gsp $version (the modules need the GSP firmware of their own release, nvidia/<release>/gsp_*.bin)"
+        log "the pinned versions differ in upstream release: $nvidia_package $nvidia_version, firmware-nvidia-gsp $version (the modules need the GSP firmware of their own release, nvidia/<release>/gsp_*.bin)"
         exit 1
       fi ;;
   esac

@@ -1,10 +1,11 @@
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { pino } from 'pino';
 import { lock } from 'proper-lockfile';
 import { buildDriver } from '../../agent/build/build-driver.ts';
+import { buildFlavourModules, fetchVendorPackages, flavourModuleCache } from '../../drivers/build-flavour-modules.ts';
+import { driverFlavour } from '../../drivers/flavours.ts';
 import type { DkmsPackage } from '../../agent/build/build-recipe.ts';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 
@@ -57,33 +58,16 @@ export function vendorModuleCache(): string {
 }
 
 type VendorPackages = ReadonlyMap<string, { dir: string; version: string }>;
-let packagesOnce: Promise<VendorPackages> | undefined;
 
 /**
- * Runs scripts/ensure-vendor-packages.sh once per process: package name to its unpacked
- * directory (`<dir>/root` is the package's `/`) and Debian version.
+ * scripts/ensure-vendor-packages.sh, once per process (drivers/build-flavour-modules.ts):
+ * package name to its unpacked directory (`<dir>/root` is the package's `/`) and Debian version;
+ * of a package fetched at two versions (the GSP firmware of each NVIDIA release), the first.
  */
 export async function ensureVendorPackages(): Promise<VendorPackages> {
-  packagesOnce ??= runEnsureVendorPackages();
-  return packagesOnce;
-}
-
-async function runEnsureVendorPackages(): Promise<VendorPackages> {
-  const result = await execa('bash', [join(repoRoot, 'scripts', 'ensure-vendor-packages.sh')], { stderr: 'inherit' });
   const packages = new Map<string, { dir: string; version: string }>();
-  for (const line of result.stdout.split('\n')) {
-    const [name, dir] = line.trim().split(/\s+/);
-    if (name === undefined || dir === undefined) continue;
-    const version = dir.slice(dir.lastIndexOf('/') + 1).slice(name.length + 1);
-    packages.set(name, { dir, version });
-  }
+  for (const p of await fetchVendorPackages()) if (!packages.has(p.name)) packages.set(p.name, { dir: p.dir, version: p.version });
   return packages;
-}
-
-async function vendorPackage(name: string): Promise<{ dir: string; version: string }> {
-  const pkg = (await ensureVendorPackages()).get(name);
-  if (pkg === undefined) throw new Error(`scripts/ensure-vendor-packages.sh did not provide ${name}`);
-  return pkg;
 }
 
 interface DkmsBuildSpec {
@@ -118,19 +102,27 @@ async function buildWithDkms(spec: DkmsBuildSpec): Promise<VendorModules> {
   }
 }
 
-/** The single DKMS package directory under an unpacked Debian package's /usr/src. */
-async function dkmsPackageIn(unpacked: string): Promise<{ sourceDir: string; directory: string }> {
-  const sourceDir = join(unpacked, 'root', 'usr', 'src');
-  const dirs = await readdir(sourceDir);
-  if (dirs.length !== 1 || dirs[0] === undefined) throw new Error(`${sourceDir} should hold one DKMS package, holds: ${dirs.join(', ')}`);
-  return { sourceDir, directory: dirs[0] };
+/** A flavour's modules (drivers/flavours.ts) as the vendor tests describe them. */
+async function flavourModules(name: string, kernelRelease: string): Promise<VendorModules & { readonly firmwareDir: string | undefined }> {
+  const built = await buildFlavourModules(driverFlavour(name), kernelRelease);
+  const { flavour } = built;
+  const dir = built.built.modules[0]?.path.replace(/\/[^/]+$/, '') ?? flavourModuleCache();
+  return {
+    packageName: flavour.sourcePackage.name,
+    packageVersion: flavour.sourcePackage.version,
+    kernelRelease,
+    sourceDir: built.sourceDir,
+    packages: [{ directory: flavour.dkmsDirectory, variables: {} }],
+    dir,
+    files: built.files,
+    built: built.built,
+    firmwareDir: built.firmwareDir,
+  };
 }
 
-/** Realtek's r8168 (Debian r8168-dkms, non-free) through the agent's dkms recipe: one module, `r8168`. */
+/** Realtek's r8168 (Debian r8168-dkms, non-free; the `dkms-nic` flavour) through the agent's dkms recipe: one module, `r8168`. */
 export async function ensureR8168Modules(kernelRelease: string): Promise<VendorModules> {
-  const pkg = await vendorPackage('r8168-dkms');
-  const { sourceDir, directory } = await dkmsPackageIn(pkg.dir);
-  return buildWithDkms({ driver: 'r8168', packageName: 'r8168-dkms', packageVersion: pkg.version, sourceDir, packages: [{ directory, variables: {} }], kernelRelease });
+  return flavourModules('dkms-nic', kernelRelease);
 }
 
 /**
@@ -159,18 +151,24 @@ export async function nvidiaTestKernel(): Promise<{ release: string; root: strin
  * firmware on a real GPU.
  */
 export async function ensureNvidiaModules(kernelRelease?: string): Promise<NvidiaModules> {
-  const pkg = await vendorPackage('nvidia-open-kernel-dkms');
-  const firmware = await vendorPackage('firmware-nvidia-gsp');
-  const { sourceDir, directory } = await dkmsPackageIn(pkg.dir);
-  const built = await buildWithDkms({
-    driver: 'nvidia',
-    packageName: 'nvidia-open-kernel-dkms',
-    packageVersion: pkg.version,
-    sourceDir,
-    packages: [{ directory, variables: {} }],
-    kernelRelease: kernelRelease ?? (await nvidiaTestKernel()).release,
-  });
-  return { ...built, release: nvidiaRelease(pkg.version), firmwareDir: join(firmware.dir, 'root', 'lib', 'firmware') };
+  return nvidiaModules('nvidia-open', kernelRelease ?? (await nvidiaTestKernel()).release);
+}
+
+/**
+ * NVIDIA's proprietary modules (Debian nvidia-kernel-dkms 535.309.01, bookworm-security; the
+ * `nvidia` flavour), for the newest bookworm kernel ABI they build on (PROPRIETARY_KERNEL).
+ */
+export async function ensureNvidiaProprietaryModules(kernelRelease: string = PROPRIETARY_KERNEL): Promise<NvidiaModules> {
+  return nvidiaModules('nvidia', kernelRelease);
+}
+
+/** The kernel the proprietary flavour's image carries modules for. */
+export const PROPRIETARY_KERNEL = driverFlavour('nvidia').prebuiltKernels[0] ?? '6.1.0-56-amd64';
+
+async function nvidiaModules(flavour: 'nvidia' | 'nvidia-open', kernelRelease: string): Promise<NvidiaModules> {
+  const built = await flavourModules(flavour, kernelRelease);
+  if (built.firmwareDir === undefined) throw new Error(`flavour ${flavour} has no firmware package`);
+  return { ...built, release: nvidiaRelease(built.packageVersion), firmwareDir: built.firmwareDir };
 }
 
 /** The upstream release of a Debian version: `535.309.01-0+deb12u1` is `535.309.01`. */

@@ -1,11 +1,12 @@
-import { ensureDkmsPairModules, ensureNvidiaModules, ensureR8168Modules, nvidiaTestKernel } from './ensure-vendor-builds.ts';
+import { ensureDkmsPairModules, ensureNvidiaModules, ensureNvidiaProprietaryModules, ensureR8168Modules, nvidiaTestKernel, PROPRIETARY_KERNEL } from './ensure-vendor-builds.ts';
 
 /**
  * Builds every vendor driver into the vendor cache (a warm cache returns at once):
  *   node test/vendor-drivers/prebuild-vendor-drivers.ts <kernel release>
  * The dkms-pair fixture and r8168 for <kernel release> (the newest installed headers); NVIDIA's
  * open modules for their own kernel (nvidiaTestKernel(): bookworm's open package does not build
- * for the newest ABI), the one NVIDIA build a run pays. The vendor-drivers global setup runs it
+ * for the newest ABI) and the proprietary ones for PROPRIETARY_KERNEL: the two NVIDIA builds a
+ * cold run pays, shared with the driver images' prebuilt modules (drivers/build-flavour-modules.ts). The vendor-drivers global setup runs it
  * under `nice` in the background, so the ~20 CPU-minute NVIDIA build overlaps the other test
  * projects without slowing them.
  */
@@ -16,6 +17,7 @@ for (const [name, release, ensure] of [
   ['dkms-pair fixture', kernel, ensureDkmsPairModules],
   ['r8168', kernel, ensureR8168Modules],
   ['NVIDIA (open)', nvidiaKernel, ensureNvidiaModules],
+  ['NVIDIA (proprietary)', PROPRIETARY_KERNEL, ensureNvidiaProprietaryModules],
 ] as const) {
   const started = Date.now();
   const built = await ensure(release);
