@@ -18,6 +18,7 @@ import {
   ModuleLoadError,
   NeverUnloadError,
 } from './kernel/kernel-errors.ts';
+import { ModuleConfigError } from './kernel/read-module-config.ts';
 import { DeviceTeardownError, HolderCommandError, VirtualFunctionsInUseError } from './teardown/teardown-errors.ts';
 
 /** The step of the flow that failed. */
@@ -30,8 +31,11 @@ export interface FailureDescription {
   readonly message: string;
 }
 
-/** Known errors first (most specific class first), in order; anything else is named after its step. */
-const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] = [
+/**
+ * Known errors first (most specific class first), in order; anything else is named after its step.
+ * Every reason here and in STEP_REASONS has an entry in docs/runbook.md (test/unit/docs/runbook.test.ts).
+ */
+export const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] = [
   [KernelHeadersMissingError, 'KernelHeadersMissing'],
   [CompileError, 'CompileFailed'],
   [SourceChecksumError, 'SourceChecksumMismatch'],
@@ -51,9 +55,11 @@ const REASONS: readonly (readonly [new (...args: never[]) => Error, string])[] =
   [VirtualFunctionsInUseError, 'VirtualFunctionsInUse'],
   [DeviceTeardownError, 'DeviceTeardownFailed'],
   [HolderCommandError, 'HolderCommandFailed'],
+  [ModuleConfigError, 'ModuleConfigInvalid'],
 ];
 
-const STEP_REASONS: Readonly<Record<AgentStep, string>> = {
+/** The reason of a failed step whose error is none of REASONS'. */
+export const STEP_REASONS: Readonly<Record<AgentStep, string>> = {
   detect: 'DetectionFailed',
   build: 'BuildFailed',
   load: 'LoadFailed',

@@ -23,11 +23,10 @@ import { createLogger, type Logger } from '../shared/logger.ts';
 import { systemClock } from './clock.ts';
 import { parseInitConfig, SETTINGS, type InitConfig } from './config.ts';
 import { ModulesInUseError, StopRequested } from './errors.ts';
+import { EXIT_CODES as EXIT, SIGNAL_EXIT_CODES as SIGNAL_EXIT } from './exit-codes.ts';
 import { createKubeNodeApi } from './kube-node-api.ts';
 import { runSafeLoadGate } from './run-safe-load-gate.ts';
 
-const EXIT = { ok: 0, failed: 1, config: 2, timeout: 3, modulesInUse: 4 } as const;
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 async function main(): Promise<number> {
   if (wantsHelp(process.argv.slice(2))) {

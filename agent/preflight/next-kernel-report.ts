@@ -1,6 +1,6 @@
 import { NEXT_KERNEL_FAILED, NEXT_KERNEL_READY, type DriverKeys } from '../../shared/keys.ts';
 import { compareKernelReleases } from '../build/find-installed-kernels.ts';
-import type { NodeEventInput } from '../report/node-events.ts';
+import { NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_READY_EVENT, type NodeEventInput } from '../report/node-events.ts';
 import { toLabelValue, type LabelPatch } from '../report/node-labels.ts';
 
 /** How the driver's build for one installed, not running kernel ended. */
@@ -63,14 +63,14 @@ export function nextKernelEvents(
       result.outcome === 'failed'
         ? {
             type: 'Warning',
-            reason: 'NextKernelBuildFailed',
-            key: `NextKernelBuildFailed\u0000${result.kernel}`,
+            reason: NEXT_KERNEL_BUILD_FAILED_EVENT,
+            key: `${NEXT_KERNEL_BUILD_FAILED_EVENT}\u0000${result.kernel}`,
             message: `${subject} does not build for kernel ${result.kernel} (installed, not running; a reboot into it would leave the node without the driver): ${result.reason}: ${result.firstError}`,
           }
         : {
             type: 'Normal',
-            reason: 'NextKernelReady',
-            key: `NextKernelReady\u0000${result.kernel}`,
+            reason: NEXT_KERNEL_READY_EVENT,
+            key: `${NEXT_KERNEL_READY_EVENT}\u0000${result.kernel}`,
             message: `${subject} built for kernel ${result.kernel} (installed, not running) and cached: a reboot into it loads without compiling`,
           },
     );

@@ -12,6 +12,15 @@ export interface NodeEventInput {
 }
 
 /**
+ * Reasons of the node Events the agent writes besides a failure's (describe-failure.ts, a Warning
+ * per failed step): the driver loaded, and the next-kernel preflight's verdict per kernel. Each
+ * has an entry in docs/runbook.md (test/unit/docs/runbook.test.ts).
+ */
+export const DRIVER_LOADED_EVENT = 'DriverLoaded';
+export const NEXT_KERNEL_BUILD_FAILED_EVENT = 'NextKernelBuildFailed';
+export const NEXT_KERNEL_READY_EVENT = 'NextKernelReady';
+
+/**
  * Events about a cluster-scoped object must live in `default`: the API server rejects a core/v1
  * Event whose namespace is neither empty nor `default` when its involvedObject has no namespace
  * ("involvedObject.namespace: does not match event.namespace"). The kubelet writes node events there too.

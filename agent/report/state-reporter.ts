@@ -4,7 +4,7 @@ import type { DriverKeys } from '../../shared/keys.ts';
 import type { AgentMetrics } from './agent-metrics.ts';
 import { isReady, type DriverState } from './driver-state.ts';
 import { createLatestWinsWriter, type LatestWinsWriter } from './latest-wins-writer.ts';
-import type { NodeEventInput } from './node-events.ts';
+import { DRIVER_LOADED_EVENT, type NodeEventInput } from './node-events.ts';
 import { nodeAnnotationsFor } from './node-annotations.ts';
 import { nodeLabelsFor, type NodeMetadataPatch } from './node-labels.ts';
 import { removeReadyFile, writeReadyFile } from './ready-file.ts';
@@ -122,7 +122,7 @@ export function createStateReporter(options: StateReporterOptions): StateReporte
     if (record === undefined) return;
     let event: NodeEventInput | undefined;
     if (state.phase === 'Failed') event = { type: 'Warning', reason: state.reason, message: state.message };
-    else if (state.phase === 'Loaded' && previous.phase !== 'Loaded') event = { type: 'Normal', reason: 'DriverLoaded', message: state.message };
+    else if (state.phase === 'Loaded' && previous.phase !== 'Loaded') event = { type: 'Normal', reason: DRIVER_LOADED_EVENT, message: state.message };
     if (event === undefined) return;
     record(event).catch((error: unknown) => {
       log.warn({ reason: event.reason, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot record the node event');

@@ -154,28 +154,33 @@ export interface NodePlan {
   readonly after?: string;
 }
 
-export type ReasonCode =
-  | 'paused'
-  | 'stopped'
-  | 'halted'
-  | 'skipped'
-  | 'pool-conflict'
-  | 'no-slot'
-  | 'no-driver-pod'
-  | 'revision-unknown'
-  | 'waiting-for-jobs'
-  | 'waiting-for-pod-deletion'
-  | 'pod-deletion-blocked'
-  | 'waiting-for-eviction'
-  | 'eviction-blocked'
-  | 'drain-blocked'
-  | 'waiting-for-driver-pod'
-  | 'driver-failing'
-  | 'device-in-use'
-  | 'waiting-for-clients'
-  | 'waiting-for-validation'
-  | 'node-not-ready'
-  | 'upgrade-failed';
+/**
+ * Why a node waits, as a category (the text people see is NodeReason.message). Each has an entry
+ * in docs/runbook.md (test/unit/docs/runbook.test.ts).
+ */
+export const REASON_CODES = [
+  'paused',
+  'stopped',
+  'halted',
+  'skipped',
+  'pool-conflict',
+  'no-slot',
+  'no-driver-pod',
+  'revision-unknown',
+  'waiting-for-jobs',
+  'waiting-for-pod-deletion',
+  'waiting-for-eviction',
+  'eviction-blocked',
+  'drain-blocked',
+  'waiting-for-driver-pod',
+  'driver-failing',
+  'device-in-use',
+  'waiting-for-clients',
+  'waiting-for-validation',
+  'node-not-ready',
+  'upgrade-failed',
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
 
 /** Why a node is not moving. */
 export interface NodeReason {

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
-import { DEFAULT_KEY_DOMAIN, driverKeys, type DriverKeys } from '../../shared/keys.ts';
+import { DEFAULT_KEY_DOMAIN, driverKeys, upgradeEventReason, type DriverKeys } from '../../shared/keys.ts';
 import { defaultResourcePrefixes } from './device-resource-prefixes.ts';
 import {
   compileLabelSelector,
@@ -354,7 +354,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     driverName: spec.driverName,
     keyDomain: spec.keyDomain,
     keys,
-    eventReason: `${spec.driverName.toUpperCase()}DriverUpgrade`,
+    eventReason: upgradeEventReason(spec.driverName),
     daemonSetSelector,
     autoUpgrade: up.autoUpgrade,
     stop: up.stop,

@@ -61,6 +61,13 @@ export interface Reconciler {
 }
 
 /**
+ * Reasons of the Events on a DriverRollout: its spec is invalid (every problem named), or its
+ * failure budget was reached. Each has an entry in docs/runbook.md (test/unit/docs/runbook.test.ts).
+ */
+export const ROLLOUT_EVENT_REASONS = ['InvalidSpec', 'Halted'] as const;
+export type RolloutEventReason = (typeof ROLLOUT_EVENT_REASONS)[number];
+
+/**
  * The coordinator's loop: on a cache change (debounced) or at the earliest deadline any plan
  * named, it runs one pass over every DriverRollout: snapshot from the caches, pure plan,
  * execute, status, metrics. Passes never overlap. Nothing decided here survives a restart
@@ -99,7 +106,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     log.warn({ rollout: `${ref.namespace}/${ref.name}`, problems: result.problems }, 'DriverRollout spec is invalid; doing nothing');
   };
 
-  const recordEvent = async (rollout: DriverRolloutObject, ref: RolloutRef, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> => {
+  const recordEvent = async (rollout: DriverRolloutObject, ref: RolloutRef, type: 'Normal' | 'Warning', reason: RolloutEventReason, message: string): Promise<void> => {
     try {
       const event = deps.writer.emitEvent({
         target: { kind: 'DriverRollout', name: ref.name, namespace: ref.namespace, uid: rollout.metadata?.uid, apiVersion: DRIVER_ROLLOUT_API_VERSION },
