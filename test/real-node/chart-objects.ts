@@ -20,6 +20,12 @@ export interface ChartSite {
   readonly nodeSelector: Readonly<Record<string, string>>;
   /** The node's work dir: the agent's writable host paths go under `<hostDir>/host/`. */
   readonly hostDir: string;
+  /**
+   * `as-shipped`: every driver of the default values with its preset as shipped, only scheduled to
+   * the real node (no NFD here); `gpu-drain` (default): the GPU driver alone, drain on and pod
+   * deletion off, so that the first install's drain runs.
+   */
+  readonly drivers?: 'as-shipped' | 'gpu-drain';
 }
 
 /**
@@ -33,20 +39,20 @@ export async function chartObjects(site: ChartSite): Promise<KubernetesObject[]>
   const values = parse(await readFile(join(CHART, 'values.yaml'), 'utf8')) as {
     coordinator: Record<string, unknown>;
     hostPaths: Record<string, string>;
-    drivers: { name: string; enabled: boolean; nodeSelector: Record<string, string>; upgradePolicy: { drain: Record<string, unknown>; podDeletion?: Record<string, unknown> } }[];
+    drivers: { name: string; enabled: boolean; nodeSelector: Record<string, string>; upgradePolicy?: { drain?: Record<string, unknown>; podDeletion?: Record<string, unknown> } }[];
   };
   values.coordinator = { ...values.coordinator, nodeSelector: site.nodeSelector };
-  for (const key of ['runDriverRollout', 'modprobeD', 'moduleCache'] as const) {
+  for (const key of ['runDriverRollout', 'modprobeD', 'moduleCache', 'driverState', 'etcModprobeD'] as const) {
     const path = values.hostPaths[key];
     if (path === undefined) throw new Error(`chart values have no hostPaths.${key}`);
     values.hostPaths[key] = join(site.hostDir, 'host', path);
   }
   for (const d of values.drivers) {
-    d.enabled = d.name === 'gpu';
     d.nodeSelector = { ...site.nodeSelector };
+    if (site.drivers === 'as-shipped') continue;
+    d.enabled = d.name === 'gpu';
     // Drain the node (pod deletion off: with it on, a node without device pods skips the drain).
-    d.upgradePolicy.drain = { ...d.upgradePolicy.drain, enable: true };
-    d.upgradePolicy.podDeletion = { ...d.upgradePolicy.podDeletion, enable: false };
+    d.upgradePolicy = { ...d.upgradePolicy, drain: { ...d.upgradePolicy?.drain, enable: true }, podDeletion: { ...d.upgradePolicy?.podDeletion, enable: false } };
   }
   const dir = await mkdtemp(join(tmpdir(), 'drtest-chart-'));
   try {

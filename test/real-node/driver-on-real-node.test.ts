@@ -8,11 +8,12 @@ import {
   PolicyV1Api,
   type KubernetesObject,
   type V1ContainerStatus,
+  type V1DaemonSet,
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,6 +24,9 @@ import { apiErrorMessage, apiStatusCode, isNotFound } from '../../shared/kube/ap
 import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { runCachedBuild } from '../bed/ensure-binaries.ts';
 import { freePort } from '../bed/free-port.ts';
+import { importImageArchives } from '../bed/real-node/start-real-node.ts';
+import { imageReference } from '../../drivers/build-driver-images.ts';
+import { driverFlavour } from '../../drivers/flavours.ts';
 import { keepWatching } from '../bed/keep-watching.ts';
 import { waitUntil } from '../bed/wait-until.ts';
 import { OTHER_NODE, REAL_NODE_LABEL, realNodeCluster } from './real-node-cluster.ts';
@@ -46,9 +50,11 @@ const policy = kc.makeApiClient(PolicyV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
 const NODE = cluster.node.name;
 const keys = driverKeys('gpu', 'nvidia.com');
+const nicKeys = driverKeys('nic', 'nvidia.com');
 const WORKLOAD_NS = 'workload';
 /** Names the chart gives (release `driver-rollout`, driver `gpu`). */
 const DS = 'driver-rollout-gpu';
+const NIC_DS = 'driver-rollout-nic';
 const LEASE = 'driver-rollout-coordinator';
 /** The coordinator's PodDisruptionBudget (the chart names it like the Deployment and the Lease). */
 const COORDINATOR_PDB = 'driver-rollout-coordinator';
@@ -92,6 +98,16 @@ const stateEvents = async (): Promise<string[]> => {
 
 beforeAll(async () => {
   modulesBefore = await loadedModules();
+  // The driver images the presets name (test/images/build-driver-images.sh; a cold build waits
+  // for the NVIDIA modules the vendor-drivers setup builds in the background).
+  const driverImages = await runCachedBuild(join(REPO, 'test/images/build-driver-images.sh'));
+  for (const flavour of ['nvidia', 'dkms-nic']) {
+    // What a pull costs the node, without a registry here: loading the image into containerd.
+    const archive = join(driverImages, `${flavour}.tar`);
+    const started = performance.now();
+    await importImageArchives(cluster.node.dir, [archive]);
+    console.info(`driver image ${flavour}: ${Math.round((await stat(archive)).size / 1e6)} MB, imported into the node's containerd in ${Math.round(performance.now() - started)} ms`);
+  }
   for (const name of [INSTALL_NAMESPACE, WORKLOAD_NS]) await core.createNamespace({ body: { metadata: { name } } });
   // A workload on the node for the drain to evict (the pause image is what the node has).
   await apps.createNamespacedDeployment({
@@ -117,7 +133,7 @@ beforeAll(async () => {
     const pods = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items;
     return pods.some((p) => p.status?.phase === 'Running' && p.spec?.nodeName === NODE) ? true : undefined;
   }, { timeoutMs: 120_000, intervalMs: 500 });
-});
+}, 5_400_000);
 
 afterAll(async () => {
   // Nothing was loaded into this machine's kernel by the agent's real kernel adapter.
@@ -141,7 +157,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
       hostDir: cluster.node.dir,
       agentPort: await freePort(),
       podApi: cluster.node.podApi,
-      drainSkipLabel: keys.drainSkip,
+      drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
     });
     expect(objects.filter((o) => o.kind === 'DaemonSet').map((o) => o.metadata?.name)).toEqual([DS]);
     // The chart's DriverRollout (drain enabled through its values) is applied with the rest.
@@ -348,6 +364,42 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     }, { timeoutMs: 60_000, intervalMs: 1_000 });
     expect(sample(text, 'driver_rollout_nodes_upgrades_done', { namespace: INSTALL_NAMESPACE, rollout: DS, driver: 'gpu' })).toBe(1);
   });
+
+  it('the chart with its presets as shipped: the GPU (nvidia) and NIC (dkms-nic) driver pods run the driver images and end with a named reason', { timeout: 600_000 }, async () => {
+    // Every driver of the default values, no preset field changed; only the test bed's adjustments
+    // (chart-objects.ts, shipped-objects.ts): scheduled to the real node, host paths under its work dir.
+    const rendered = await chartObjects({ namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir, drivers: 'as-shipped' });
+    const objects = adaptToRealNode(rendered, {
+      apiPort: cluster.apiPort,
+      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+      hostDir: cluster.node.dir,
+      agentPort: await freePort(),
+      podApi: cluster.node.podApi,
+      drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
+    });
+    const daemonSets = objects.filter((o): o is V1DaemonSet => o.kind === 'DaemonSet');
+    const image = (ds: V1DaemonSet): string | undefined => ds.spec?.template.spec?.containers.find((c) => c.name === 'agent')?.image;
+    expect(Object.fromEntries(daemonSets.map((ds) => [ds.metadata?.name, image(ds)]))).toEqual({
+      [DS]: imageReference('', driverFlavour('nvidia')),
+      [NIC_DS]: imageReference('', driverFlavour('dkms-nic')),
+    });
+    const applied = performance.now();
+    await applyAll(objects);
+    // The NIC driver is new on the node: its safe load cordons and drains the node first.
+    const ready = await waitUntil('both driver pods to be Ready', async () => {
+      const pods = (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=driver' })).items
+        .filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      const names = pods.map((p) => p.metadata?.labels?.['app.kubernetes.io/name']).sort();
+      return names.join(' ') === [DS, NIC_DS].sort().join(' ') ? pods : undefined;
+    }, { timeoutMs: 480_000, intervalMs: 1_000 });
+    console.info(`presets as shipped: both driver pods Ready ${Math.round(performance.now() - applied)} ms after the apply (the NIC driver's safe load, cordon and drain included)`);
+    for (const [pod, driverKeysOf] of ready.map((p) => [p, p.metadata?.labels?.['app.kubernetes.io/name'] === DS ? keys : nicKeys] as const)) {
+      // This machine has neither an NVIDIA GPU nor a Realtek NIC (virtio and Intel functions only).
+      expect(pod.status?.conditions?.find((c) => c.type === driverKeysOf.driverReadyCondition)).toMatchObject({ status: 'True', reason: 'NoDevice' });
+      expect(pod.status?.containerStatuses?.find((c) => c.name === 'agent')?.image).toContain(pod.metadata?.labels?.['app.kubernetes.io/name'] === DS ? 'nvidia-driver' : 'r8168-driver');
+    }
+    await waitUntil('the node to be uncordoned after the NIC driver\'s first install', async () => ((await node()).spec?.unschedulable === true ? undefined : true), { timeoutMs: 120_000, intervalMs: 1_000 });
+  });
 });
 
 /**
@@ -418,6 +470,18 @@ async function applyInOrder(objects: readonly KubernetesObject[]): Promise<void>
         await sleep(1_000);
       }
     }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** `kubectl apply --server-side` of the rendered objects, as `helm upgrade` changes what is installed. */
+async function applyAll(objects: readonly KubernetesObject[]): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'drtest-apply-'));
+  try {
+    const file = join(dir, 'objects.json');
+    await writeFile(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    await run(join(cluster.binDir, 'kubectl'), ['--kubeconfig', cluster.kubeconfigPath, 'apply', '--server-side', '--force-conflicts', '-f', file]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

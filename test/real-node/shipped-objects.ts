@@ -38,8 +38,8 @@ export interface RealNodeSite {
    * is a name in its certificate, mapped to `ip` by a hostAlias.
    */
   readonly podApi: { readonly host: string; readonly ip: string; readonly port: number };
-  /** Label that keeps a pod out of the drain (the coordinator's own pod: see the README). */
-  readonly drainSkipLabel: string;
+  /** Labels that keep a pod out of each driver's drain (the coordinator's own pod: see the README). */
+  readonly drainSkipLabels: readonly string[];
 }
 
 /**
@@ -105,7 +105,7 @@ function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
 function adaptDeployment(d: V1Deployment, site: RealNodeSite): void {
   const template = d.spec?.template;
   if (d.spec === undefined || template?.spec === undefined) throw new Error(`Deployment ${d.metadata?.name ?? ''} has no pod spec`);
-  template.metadata = Object.assign(template.metadata ?? {}, { labels: Object.assign(template.metadata?.labels ?? {}, { [site.drainSkipLabel]: 'true' }) });
+  template.metadata = Object.assign(template.metadata ?? {}, { labels: Object.assign(template.metadata?.labels ?? {}, Object.fromEntries(site.drainSkipLabels.map((label) => [label, 'true']))) });
   const spec = template.spec;
   spec.nodeSelector = { ...spec.nodeSelector, ...site.nodeSelector };
   spec.hostAliases = [...(spec.hostAliases ?? []), { ip: site.podApi.ip, hostnames: [site.podApi.host] }];

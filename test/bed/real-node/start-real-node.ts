@@ -62,6 +62,15 @@ export interface ControlPlaneAccess {
  * process undoes them when this process dies, and the control plane's stale-run reaper runs
  * `<workDir>/teardown.sh` as a backstop. See test/real-node/README.md.
  */
+/**
+ * Imports docker-archive tarballs (the driver images of test/images/build-driver-images.sh) into a
+ * running real node's containerd, as `ctr images import` loads what a registry would serve.
+ */
+export async function importImageArchives(nodeDir: string, archives: readonly string[]): Promise<void> {
+  const socket = join(nodeDir, 'containerd', 'containerd.sock');
+  for (const archive of archives) await run(CTR, ['--address', socket, '--namespace', 'k8s.io', 'images', 'import', archive]);
+}
+
 export async function startRealNode(plane: ControlPlaneAccess, name = 'real-node-1', labels: Readonly<Record<string, string>> = {}): Promise<RealNode> {
   const [kubeletDir, imagesDir] = await Promise.all([
     runCachedBuild(join(REPO, 'test/bed/build-kubelet.sh')),

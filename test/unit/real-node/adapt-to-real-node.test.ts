@@ -8,7 +8,7 @@ const site: RealNodeSite = {
   hostDir: '/tmp/bed/node',
   agentPort: 18080,
   podApi: { host: 'kubernetes.default.svc', ip: '10.250.7.1', port: 40123 },
-  drainSkipLabel: 'nvidia.com/gpu-driver-upgrade-drain.skip',
+  drainSkipLabels: ['nvidia.com/gpu-driver-upgrade-drain.skip', 'nvidia.com/nic-driver-upgrade-drain.skip'],
 };
 let shipped: KubernetesObject[];
 let adapted: KubernetesObject[];
@@ -68,7 +68,7 @@ describe('adaptToRealNode (test/real-node): only the documented changes to the s
     ]));
     const asShipped = (c: V1Container | undefined): unknown => [c?.args, c?.ports, c?.readinessProbe, c?.livenessProbe, c?.startupProbe];
     expect(asShipped(coordinator)).toEqual(asShipped(containers(shippedDeployment)[0]));
-    expect(deployment.spec?.template.metadata?.labels?.[site.drainSkipLabel]).toBe('true');
+    for (const label of site.drainSkipLabels) expect(deployment.spec?.template.metadata?.labels?.[label]).toBe('true');
     expect(pod?.securityContext?.runAsNonRoot).toBe(true);
   });
 });
