@@ -8,7 +8,7 @@ import { driverFingerprint, renderLoadedDriver } from '../shared/driver-identity
 import { detectNode } from './detect/detect-node.ts';
 import type { HostInfoPort } from './detect/host-info.ts';
 import { decideReload } from './kernel/decide-reload.ts';
-import { sysfsModuleName } from '../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName } from '../shared/kmod/loaded-module.ts';
 import { DriverVerificationError } from './kernel/kernel-errors.ts';
 import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
 import { restoreFirmwarePath, type FirmwareOptions } from './kernel/driver-firmware.ts';

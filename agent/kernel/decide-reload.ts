@@ -1,4 +1,4 @@
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import type { ModuleParameters } from './modprobe-config.ts';
 import type { ModuleFile } from './kernel-port.ts';
 

@@ -1,5 +1,5 @@
 import type { ConfigProblem } from '../../shared/errors.ts';
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/loaded-module.ts';
 import type { ModuleFile } from './kernel-port.ts';
 import type { ModuleParameters } from './modprobe-config.ts';
 

@@ -1,5 +1,5 @@
 import { readTextIfExists } from '../../shared/fs/if-exists.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import type { ModuleFile } from './kernel-port.ts';
 import { writeConfigFile } from './write-config-file.ts';
 

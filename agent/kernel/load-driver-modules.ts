@@ -1,5 +1,5 @@
 import { DriverRolloutError } from '../../shared/errors.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { findFailedModule } from './find-failed-module.ts';
 import { DriverRolledBackError, DriverVerificationError, KernelCommandError, ModuleLoadError } from './kernel-errors.ts';

@@ -1,5 +1,5 @@
 import { findModulesInUse, type ModuleInUse } from '../../shared/kmod/find-module-users.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import { DriverRolloutError } from '../../shared/errors.ts';
 
 export type UnloadPlan =

@@ -1,5 +1,5 @@
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { DriverInUseError } from './kernel-errors.ts';
 import { findDeviceUsers } from './find-device-users.ts';

@@ -133,7 +133,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   });
   listWatch.on('error', (error: unknown) => {
     if (stopped) return;
-    const retryInMs = backoffDelay(failures, backoff);
+    const retryInMs = backoffDelay(failures, backoff, Math.random);
     failures += 1;
     log.warn({ err: toError(error), retryInMs }, 'watch failed; restarting');
     restartTimer = setTimeout(start, retryInMs);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LoadedModule } from '../../../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../../../shared/kmod/loaded-module.ts';
 import { decideReload, isSameParameterValue } from '../../../../agent/kernel/decide-reload.ts';
 import type { ModuleParameters } from '../../../../agent/kernel/modprobe-config.ts';
 import { aSampleDriver, fakeSrcversion } from './fixtures.ts';
