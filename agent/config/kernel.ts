@@ -3,7 +3,7 @@ import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEVICE_KINDS, deviceKindForDriver } from '../../shared/device-kind.ts';
 import { DEFAULT_LOAD_PLAN, parseModuleParameters } from '../../shared/driver-identity.ts';
 import { DEVICE_KIND_SELECTORS, normalizeHexId, type DeviceSelector } from '../detect/device-selector.ts';
-import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/load-plan.ts';
+import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/plan/load-plan.ts';
 import { absolutePathList, optional, problem, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
@@ -26,7 +26,7 @@ export interface KernelConfig {
   readonly moduleRoot: string;
   /** The host's module tree (mounted read-only): inbox dependencies and preloads come from it. */
   readonly hostModuleRoot: string;
-  /** The driver kind's load plan (agent/kernel/load-plan.ts): preloads, optional modules, extra holders. */
+  /** The driver kind's load plan (agent/kernel/plan/load-plan.ts): preloads, optional modules, extra holders. */
   readonly loadPlan: LoadPlanKind;
   /** Optional modules of the plan to load anyway (e.g. `nvidia_drm`). */
   readonly loadOptional: readonly string[];

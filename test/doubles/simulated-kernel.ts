@@ -7,7 +7,7 @@ import { findDeviceUsers } from '../../agent/kernel/find-device-users.ts';
 import { KernelCommandError, ModuleBusyError } from '../../agent/kernel/kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import { installDir } from '../../agent/kernel/real-kernel.ts';
-import { parseModprobeConfig } from '../../agent/kernel/modprobe-config.ts';
+import { parseModprobeConfig } from '../../agent/kernel/plan/modprobe-config.ts';
 
 export interface SimulatedKernelOptions {
   /** Where the /sys/module-like tree is written (read back with shared/kmod, like the real one). */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { KernelPort, ModuleTree } from '../../../agent/kernel/kernel-port.ts';
-import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
+import type { ModuleParameters } from '../../../agent/kernel/plan/modprobe-config.ts';
 import { restoreFirmwarePath } from '../../../agent/kernel/driver-firmware.ts';
 import { reloadDriver, type DriverToLoad, type ReloadDriverOptions, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
 import { unloadDriver, type DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';

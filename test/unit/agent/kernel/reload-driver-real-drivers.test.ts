@@ -10,7 +10,7 @@ import {
 } from '../../../../agent/kernel/kernel-errors.ts';
 import type { ModuleFile, ModuleTree } from '../../../../agent/kernel/kernel-port.ts';
 import { readLastGoodDriver } from '../../../../agent/kernel/last-good-driver.ts';
-import { LOAD_PLANS } from '../../../../agent/kernel/load-plan.ts';
+import { LOAD_PLANS } from '../../../../agent/kernel/plan/load-plan.ts';
 import { reloadDriver, type DriverToLoad, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
 import { SimulatedKernel } from '../../../doubles/simulated-kernel.ts';
 import { silentLogger } from '../build/sample-driver.ts';

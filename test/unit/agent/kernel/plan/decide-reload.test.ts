@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { LoadedModule } from '../../../../shared/kmod/loaded-module.ts';
-import { decideReload, isSameParameterValue } from '../../../../agent/kernel/decide-reload.ts';
-import type { ModuleParameters } from '../../../../agent/kernel/modprobe-config.ts';
-import { aSampleDriver, fakeSrcversion } from './fixtures.ts';
+import type { LoadedModule } from '../../../../../shared/kmod/loaded-module.ts';
+import { decideReload, isSameParameterValue } from '../../../../../agent/kernel/plan/decide-reload.ts';
+import type { ModuleParameters } from '../../../../../agent/kernel/plan/modprobe-config.ts';
+import { aSampleDriver, fakeSrcversion } from '../fixtures.ts';
 
 const built = aSampleDriver('2.0.0').modules;
 const both = ['drsample_core', 'drsample_net'];
