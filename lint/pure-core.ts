@@ -8,6 +8,8 @@ export const PURE_CORE: readonly string[] = [
   // The coordinator's planner and the policy it reads.
   'coordinator/plan/',
   'coordinator/policy/',
+  // The informers' cache bookkeeping.
+  'coordinator/cluster/indexed-store.ts',
   // shared/: keys, errors, names and arithmetic every program uses.
   'shared/backoff.ts',
   'shared/cli-help.ts',
