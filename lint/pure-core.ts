@@ -12,6 +12,7 @@ export const PURE_CORE: readonly string[] = [
   'coordinator/cluster/indexed-store.ts',
   // shared/: keys, errors, names and arithmetic every program uses.
   'shared/backoff.ts',
+  'shared/config/',
   'shared/cli-help.ts',
   'shared/device-kind.ts',
   'shared/driver-identity.ts',
