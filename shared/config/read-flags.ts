@@ -2,8 +2,8 @@ import type { ConfigProblem } from '../errors.ts';
 
 /**
  * Reads `--name value` and `--name=value` for the given flags (names without `--`). Every
- * problem is reported, each named by what was written: an unknown flag, a flag without a value, a
- * positional argument.
+ * problem is reported, each named by what was written: an unknown flag (with its value, if one
+ * follows), a flag without a value, a positional argument.
  */
 export function readFlags(argv: readonly string[], known: readonly string[]): { readonly values: ReadonlyMap<string, string>; readonly problems: readonly ConfigProblem[] } {
   const flags = new Set(known);
@@ -20,6 +20,8 @@ export function readFlags(argv: readonly string[], known: readonly string[]): { 
     const name = written.slice(2);
     if (!flags.has(name)) {
       problems.push({ path: written, message: `unknown flag; known flags: ${known.map((f) => `--${f}`).join(', ')}` });
+      // Its value, if it has one, is part of the mistake, not an argument of its own.
+      if (eq === -1 && argv[i + 1] !== undefined && !(argv[i + 1] ?? '').startsWith('--')) i += 1;
       continue;
     }
     if (eq !== -1) {

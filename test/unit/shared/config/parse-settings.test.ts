@@ -36,7 +36,8 @@ describe('parseSettings', () => {
 
   it.each([
     { name: 'a missing setting', argv: [], env: {}, problems: [{ path: '--node-name / NODE_NAME', message: /^required$/ }] },
-    { name: 'an unknown flag', argv: ['--node', 'x'], env: { NODE_NAME: 'n1' }, problems: [{ path: '--node', message: /^unknown flag; known flags: --node-name, --namespace, --retry-seconds$/ }, { path: 'x', message: /unexpected argument/ }] },
+    { name: 'an unknown flag and its value', argv: ['--node', 'x'], env: { NODE_NAME: 'n1' }, problems: [{ path: '--node', message: /^unknown flag; known flags: --node-name, --namespace, --retry-seconds$/ }] },
+    { name: 'a positional argument', argv: ['wait', '--node-name=n2'], env: {}, problems: [{ path: 'wait', message: /^unexpected argument/ }] },
     { name: 'a flag without a value', argv: ['--node-name'], env: { NODE_NAME: 'n1' }, problems: [{ path: '--node-name', message: /^needs a value$/ }] },
     {
       name: 'every bad setting at once',
