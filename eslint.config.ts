@@ -2,6 +2,13 @@ import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 import { importBoundariesRule } from './lint/import-boundaries.ts';
+import { IMPURE_GLOBALS, IMPURE_PROPERTIES, pureCoreGlobs } from './lint/pure-core.ts';
+
+/** Only main.ts files and the test bed may end the process or read the environment. */
+const PROCESS_PROPERTIES = [
+  { object: 'process', property: 'exit', message: 'Only main.ts exits the process.' },
+  { object: 'process', property: 'env', message: 'Only config.ts and main.ts read the environment.' },
+];
 
 export const config = defineConfig(
   { ignores: ['node_modules/**', 'coverage/**'] },
@@ -35,15 +42,18 @@ export const config = defineConfig(
     rules: { 'boundaries/imports': 'error' },
   },
   {
-    // Only main.ts files and the test bed may end the process or read the environment.
     files: ['agent/**/*.ts', 'init-container/**/*.ts', 'coordinator/**/*.ts', 'shared/**/*.ts'],
     ignores: ['**/main.ts', '**/config.ts'],
+    rules: { 'no-restricted-properties': ['error', ...PROCESS_PROPERTIES] },
+  },
+  {
+    // The pure core (lint/pure-core.ts) reads no clock, timer or random source; proven by
+    // test/unit/lint/pure-core.test.ts on planted files. This block's no-restricted-properties
+    // replaces the one above for these files, so it repeats the process rules.
+    files: pureCoreGlobs(),
     rules: {
-      'no-restricted-properties': [
-        'error',
-        { object: 'process', property: 'exit', message: 'Only main.ts exits the process.' },
-        { object: 'process', property: 'env', message: 'Only config.ts and main.ts read the environment.' },
-      ],
+      'no-restricted-globals': ['error', ...IMPURE_GLOBALS],
+      'no-restricted-properties': ['error', ...PROCESS_PROPERTIES, ...IMPURE_PROPERTIES],
     },
   },
 );

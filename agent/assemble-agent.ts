@@ -78,7 +78,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     metrics,
     log,
     now,
-    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF),
+    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
     sinks: {
       writePodCondition: createPodConditionWriter(core, { name: config.podName, namespace: config.podNamespace }, keys.driverReadyCondition, now),
       writeNodeMetadata: createNodeMetadataWriter(core, config.nodeName),

@@ -7,11 +7,7 @@
  * after the first large buffer is freed, so buffers over 128 KiB (made while the initial lists
  * arrive) stay out of malloc's main heap, where freed memory below a live allocation is
  * never given back; and two arenas instead of up to eight per core for Node's threads (libuv
- * pool, V8 platform workers). Measured on the coordinator synced over 5,000 nodes / 50,000 pods
- * (real API server, load 11-29): resident set 284 MB (283-287, 3 runs) -> 236 MB (231-239, 4
- * runs), malloc's main heap 79-83 -> 32-42 MB; the thresholds alone 244 MB, two arenas alone
- * 280 MB. Cost: CPU time of the initial sync, pod and node informers alone, 9.6 -> 10.3 s (means
- * of 3 alternating runs each).
+ * pool, V8 platform workers). What it saves and costs: docs/decisions/0005-coordinator-memory.md.
  */
 export const COORDINATOR_ALLOCATOR_ENV: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',

@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { parseSettings } from '../shared/config/parse-settings.ts';
+import { problemOf, settingLabels, type SettingsTable } from '../shared/config/settings-table.ts';
+import { dnsSubdomain, logLevel, type LogLevel } from '../shared/config/validators.ts';
 import { ConfigError } from '../shared/errors.ts';
 
 /** Everything the coordinator is told at start-up; parsed once by main.ts. */
@@ -18,108 +20,58 @@ export interface CoordinatorConfig {
   readonly retryPeriodMs: number;
   /** Port of /metrics, /healthz and /readyz; 0 picks a free one. */
   readonly metricsPort: number;
-  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  readonly logLevel: LogLevel;
 }
-
-const FLAGS = {
-  kubeconfig: { type: 'string' },
-  namespace: { type: 'string' },
-  'lease-name': { type: 'string' },
-  'lease-namespace': { type: 'string' },
-  identity: { type: 'string' },
-  'lease-duration-seconds': { type: 'string' },
-  'renew-deadline-seconds': { type: 'string' },
-  'retry-period-seconds': { type: 'string' },
-  'metrics-port': { type: 'string' },
-  'log-level': { type: 'string' },
-} as const;
 
 const seconds = z.coerce.number().positive();
 
-const schema = z
-  .object({
-    kubeconfig: z.string().optional(),
-    namespaces: z.string().default(''),
-    leaseName: z.string().regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be a DNS subdomain').default('driver-rollout-coordinator'),
-    leaseNamespace: z.string().min(1).default('default'),
-    identity: z.string().min(1).default(`${hostname()}-${process.pid}`),
-    leaseDurationSeconds: z.coerce.number().int().positive().default(15),
-    renewDeadlineSeconds: seconds.default(10),
-    retryPeriodSeconds: seconds.default(2),
-    metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
-    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
-  })
-  .refine((c) => c.renewDeadlineSeconds < c.leaseDurationSeconds, {
-    path: ['renewDeadlineSeconds'],
-    message: 'must be below leaseDurationSeconds, or two replicas could write at once',
-  })
-  .refine((c) => c.retryPeriodSeconds < c.renewDeadlineSeconds, {
-    path: ['retryPeriodSeconds'],
-    message: 'must be below renewDeadlineSeconds',
-  });
-
-/** Which flag or variable each field comes from, for messages and `--help`. */
-export const COORDINATOR_SETTINGS: Readonly<Record<string, string>> = {
-  kubeconfig: '--kubeconfig / KUBECONFIG',
-  namespaces: '--namespace / WATCH_NAMESPACE',
-  leaseName: '--lease-name / LEASE_NAME',
-  leaseNamespace: '--lease-namespace / POD_NAMESPACE',
-  identity: '--identity / POD_NAME',
-  leaseDurationSeconds: '--lease-duration-seconds',
-  renewDeadlineSeconds: '--renew-deadline-seconds',
-  retryPeriodSeconds: '--retry-period-seconds',
-  metricsPort: '--metrics-port / METRICS_PORT',
-  logLevel: '--log-level / LOG_LEVEL',
-};
-
 /**
- * Flags win over environment variables. `--namespace` is a comma-separated list; empty (the
- * default) watches every namespace. In a cluster, POD_NAME and POD_NAMESPACE come from the
- * downward API and name this replica in the Lease.
+ * The coordinator's settings. `--namespace` is a comma-separated list; empty (the default)
+ * watches every namespace. In a cluster, POD_NAME and POD_NAMESPACE come from the downward API
+ * and name this replica in the Lease.
  */
+export const COORDINATOR_SETTINGS = {
+  source: 'coordinator configuration',
+  settings: {
+    kubeconfig: z.string().optional(),
+    namespace: z.string().default(''),
+    'lease-name': dnsSubdomain.default('driver-rollout-coordinator'),
+    'lease-namespace': z.string().min(1).default('default'),
+    identity: z.string().min(1).default(`${hostname()}-${process.pid}`),
+    'lease-duration-seconds': z.coerce.number().int().positive().default(15),
+    'renew-deadline-seconds': seconds.default(10),
+    'retry-period-seconds': seconds.default(2),
+    'metrics-port': z.coerce.number().int().min(0).max(65535).default(8080),
+    'log-level': logLevel,
+  },
+  envNames: { namespace: 'WATCH_NAMESPACE', 'lease-namespace': 'POD_NAMESPACE', identity: 'POD_NAME' },
+} as const satisfies SettingsTable;
+
+/** Every setting as `--flag / VARIABLE`, for `--help`. */
+export function coordinatorSettings(): string[] {
+  return settingLabels(COORDINATOR_SETTINGS);
+}
+
+/** Parses flags and environment once; throws ConfigError listing every problem (shared/config/parse-settings.ts). */
 export function parseCoordinatorConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): CoordinatorConfig {
-  let flags: Partial<Record<keyof typeof FLAGS, string>>;
-  try {
-    flags = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: false }).values;
-  } catch (error) {
-    throw new ConfigError('coordinator flags', [{ path: 'argv', message: error instanceof Error ? error.message : String(error) }]);
+  const { values: c, problems } = parseSettings(COORDINATOR_SETTINGS, argv, env);
+  if (c['renew-deadline-seconds'] >= c['lease-duration-seconds']) {
+    problems.push(problemOf(COORDINATOR_SETTINGS, 'renew-deadline-seconds', 'must be below --lease-duration-seconds, or two replicas could write at once'));
   }
-  const pick = (flag: keyof typeof FLAGS, variable?: string): string | undefined => {
-    const value = flags[flag] ?? (variable === undefined ? undefined : env[variable]);
-    return value === '' ? undefined : value;
-  };
-  const parsed = schema.safeParse({
-    kubeconfig: pick('kubeconfig', 'KUBECONFIG'),
-    namespaces: pick('namespace', 'WATCH_NAMESPACE'),
-    leaseName: pick('lease-name', 'LEASE_NAME'),
-    leaseNamespace: pick('lease-namespace', 'POD_NAMESPACE'),
-    identity: pick('identity', 'POD_NAME'),
-    leaseDurationSeconds: pick('lease-duration-seconds'),
-    renewDeadlineSeconds: pick('renew-deadline-seconds'),
-    retryPeriodSeconds: pick('retry-period-seconds'),
-    metricsPort: pick('metrics-port', 'METRICS_PORT'),
-    logLevel: pick('log-level', 'LOG_LEVEL'),
-  });
-  if (!parsed.success) {
-    throw new ConfigError(
-      'coordinator configuration',
-      parsed.error.issues.map((issue) => {
-        const field = String(issue.path[0] ?? '');
-        return { path: COORDINATOR_SETTINGS[field] ?? field, message: issue.message };
-      }),
-    );
+  if (c['retry-period-seconds'] >= c['renew-deadline-seconds']) {
+    problems.push(problemOf(COORDINATOR_SETTINGS, 'retry-period-seconds', 'must be below --renew-deadline-seconds'));
   }
-  const c = parsed.data;
+  if (problems.length > 0) throw new ConfigError(COORDINATOR_SETTINGS.source, problems);
   return {
     kubeconfig: c.kubeconfig,
-    namespaces: c.namespaces.split(',').map((n) => n.trim()).filter((n) => n !== ''),
-    leaseName: c.leaseName,
-    leaseNamespace: c.leaseNamespace,
+    namespaces: c.namespace.split(',').map((n) => n.trim()).filter((n) => n !== ''),
+    leaseName: c['lease-name'],
+    leaseNamespace: c['lease-namespace'],
     identity: c.identity,
-    leaseDurationSeconds: c.leaseDurationSeconds,
-    renewDeadlineMs: c.renewDeadlineSeconds * 1000,
-    retryPeriodMs: c.retryPeriodSeconds * 1000,
-    metricsPort: c.metricsPort,
-    logLevel: c.logLevel,
+    leaseDurationSeconds: c['lease-duration-seconds'],
+    renewDeadlineMs: c['renew-deadline-seconds'] * 1000,
+    retryPeriodMs: c['retry-period-seconds'] * 1000,
+    metricsPort: c['metrics-port'],
+    logLevel: c['log-level'],
   };
 }

@@ -2,7 +2,7 @@ import { usageText, wantsHelp } from '../shared/cli-help.ts';
 import { ConfigError, toError } from '../shared/errors.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import { createLogger } from '../shared/logger.ts';
-import { COORDINATOR_SETTINGS, parseCoordinatorConfig } from './config.ts';
+import { coordinatorSettings, parseCoordinatorConfig } from './config.ts';
 import { planUpgrades } from './plan/plan-upgrades.ts';
 import { runCoordinator } from './run-coordinator.ts';
 
@@ -17,7 +17,7 @@ async function main(): Promise<number> {
     process.stdout.write(usageText({
       summary: 'driver-rollout coordinator: the leader-elected controller that moves nodes through the driver upgrade states.',
       command: 'node coordinator/main.ts [--flag value ...]',
-      settings: Object.values(COORDINATOR_SETTINGS),
+      settings: coordinatorSettings(),
       exitCodes: '0 stopped on request, 1 fatal error, 2 bad configuration',
       readme: 'coordinator/README.md',
     }));

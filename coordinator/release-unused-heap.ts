@@ -12,9 +12,8 @@ let gc: GcFunction | undefined;
  *
  * V8 quirk: while the caches fill, V8 lets the old generation grow to several times what stays
  * alive (its heap growing factor), and the pages an ordinary GC frees afterwards stay in its page
- * pool, resident, until a memory-reducing GC; an idle process may never run one. Measured over
- * 5,000 nodes and 50,000 pods (bench/suites/memory.ts): over 100 MB of the resident set is such
- * pages. Takes one GC pause (tens to a few hundred ms); call it once, after the caches sync.
+ * pool, resident, until a memory-reducing GC; an idle process may never run one
+ * (docs/decisions/0005-coordinator-memory.md). Takes one GC pause (tens to a few hundred ms); call it once, after the caches sync.
  * The gc function is reached through V8's gc extension, enabled at run time, so the program
  * needs no `--expose-gc` flag.
  */

@@ -21,7 +21,7 @@ import { ConfigError, toError } from '../shared/errors.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { systemClock } from './clock.ts';
-import { parseInitConfig, SETTINGS, type InitConfig } from './config.ts';
+import { initSettings, parseInitConfig, type InitConfig } from './config.ts';
 import { ModulesInUseError, StopRequested } from './errors.ts';
 import { EXIT_CODES as EXIT, SIGNAL_EXIT_CODES as SIGNAL_EXIT } from './exit-codes.ts';
 import { createKubeNodeApi } from './kube-node-api.ts';
@@ -33,7 +33,7 @@ async function main(): Promise<number> {
     process.stdout.write(usageText({
       summary: 'driver-rollout init container: the safe driver load gate (waits until the coordinator has drained the node).',
       command: 'node init-container/main.ts [--flag value ...]',
-      settings: Object.values(SETTINGS).map((s) => `${s.env} (or ${s.flag})`),
+      settings: initSettings(),
       exitCodes: '0 safe to load, 1 failed, 2 bad configuration, 3 timeout, 4 modules in use, 130/143 stopped',
       readme: 'init-container/README.md',
     }));

@@ -1,5 +1,5 @@
 import { findModulesInUse, describeModulesInUse, type ModuleInUse } from '../shared/kmod/find-module-users.ts';
-import type { LoadedModule } from '../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../shared/kmod/loaded-module.ts';
 import type { Logger } from '../shared/logger.ts';
 import { abortReason } from '../shared/abortable-sleep.ts';
 import type { Clock } from './clock.ts';

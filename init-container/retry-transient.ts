@@ -29,7 +29,7 @@ export async function retryTransient<T>(attempt: () => Promise<T>, options: Retr
     } catch (thrown) {
       if (thrown instanceof NodeAccessError) throw thrown;
       if (options.signal.aborted) throw stoppedWhile(options, failures, thrown);
-      const delayMs = backoffDelay(failures, policy, options.random);
+      const delayMs = backoffDelay(failures, policy, options.random ?? Math.random);
       options.logger.warn({ err: toError(thrown), attempt: failures + 1, retryInMs: delayMs }, `${options.what} failed; retrying`);
       try {
         await options.clock.sleep(delayMs, options.signal);

@@ -95,7 +95,7 @@ async function listAndWatch(options: WaitForSafeLoadOptions, seen: WaitState): P
       const shortLived = options.clock.now() - openedAt < SHORT_WATCH_MS && !outcome.progressed;
       failures = outcome.kind === 'ended' && !shortLived ? 0 : failures + 1;
       if (outcome.kind === 'ended' && failures === 0) continue;
-      const delayMs = backoffDelay(failures - 1, policy, options.random);
+      const delayMs = backoffDelay(failures - 1, policy, options.random ?? Math.random);
       logger.warn({ node: nodeName, reason: outcome.reason, retryInMs: delayMs }, 'node watch interrupted; re-watching');
       await options.clock.sleep(delayMs, signal);
       if (outcome.kind === 'relist') break;

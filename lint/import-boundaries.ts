@@ -1,5 +1,6 @@
 import { posix, relative, sep } from 'node:path';
 import type { Rule } from 'eslint';
+import { PURE_CORE } from './pure-core.ts';
 
 /**
  * The architecture's import rules, checked on every import, export-from and dynamic import. A
@@ -38,24 +39,38 @@ const NODE_IO_MODULES = [
   'node:timers',
 ];
 
-/** Folders the images ship (Dockerfile.agent, Dockerfile.init). */
-const PRODUCTION = ['agent/', 'coordinator/', 'init-container/', 'shared/'];
+/** Packages that reach the outside world (API server, processes, network, files, metrics, logs). */
+const IO_PACKAGES = ['@kubernetes/client-node', 'execa', 'undici', 'pino', 'prom-client', 'proper-lockfile', 'systeminformation', 'tar'];
+
+/** Folders the images ship (Dockerfile.agent, Dockerfile.init), and the kubectl plugin. */
+const PRODUCTION = ['agent/', 'coordinator/', 'init-container/', 'shared/', 'cli/'];
 
 /**
  * Every boundary that applies to a file is checked (a file in coordinator/plan/ is held to the
- * planner's rule and to coordinator/'s). demo/ and bench/ may import test/ (the test bed, the
+ * pure core's rule, the planner's and coordinator/'s). demo/ and bench/ may import test/ (the test bed, the
  * fixtures and test/doubles/): they are development tools, and the images copy neither
  * (.dockerignore). Production folders never import test/, demo/ or bench/.
  */
 export const BOUNDARIES: readonly ImportBoundary[] = [
+  ...PURE_CORE.map((files) => ({
+    files,
+    because: 'the pure core (lint/pure-core.ts) imports only the pure core, and no I/O',
+    mayImportOnly: PURE_CORE,
+    forbiddenPackages: [...IO_PACKAGES, ...NODE_IO_MODULES, 'node:perf_hooks', 'node:crypto'],
+  })),
   {
     files: 'coordinator/plan/',
     because: 'the planner is pure: it imports only its own files, coordinator/policy/ and shared/keys.ts, and no I/O',
     mayImportOnly: ['coordinator/plan/', 'coordinator/policy/', 'shared/keys.ts'],
     forbiddenPackages: ['@kubernetes/client-node', 'execa', ...NODE_IO_MODULES],
   },
-  { files: 'agent/', because: 'agent/ and coordinator/ are separate programs', mayNotImport: ['coordinator/'] },
-  { files: 'coordinator/', because: 'agent/ and coordinator/ are separate programs', mayNotImport: ['agent/'] },
+  { files: 'agent/', because: 'agent/ and coordinator/ are separate programs', mayNotImport: ['coordinator/', 'cli/'] },
+  { files: 'coordinator/', because: 'agent/ and coordinator/ are separate programs', mayNotImport: ['agent/', 'cli/'] },
+  {
+    files: 'cli/',
+    because: 'the kubectl plugin reads the cluster itself: it imports its own files, shared/ and the policy it shows, no program',
+    mayImportOnly: ['cli/', 'shared/', 'coordinator/policy/'],
+  },
   {
     files: 'init-container/',
     because: 'the init container imports only its own files and shared/',

@@ -25,9 +25,9 @@ export interface BackoffPolicy {
 /**
  * Delay in whole milliseconds before retry number `retry` (0 = the first retry, after one
  * failure): `initialMs · factor^retry`, capped at `maxMs`, then jittered. `random` returns
- * [0, 1) (Math.random in production; fixed in tests).
+ * [0, 1): the caller's source (Math.random in production, fixed in tests), so this stays pure.
  */
-export function backoffDelay(retry: number, policy: BackoffPolicy, random: () => number = Math.random): number {
+export function backoffDelay(retry: number, policy: BackoffPolicy, random: () => number): number {
   const base = Math.min(policy.maxMs, policy.initialMs * (policy.factor ?? 2) ** Math.max(0, retry));
   const jitter = policy.jitter ?? 0;
   if (jitter === 0) return Math.round(base);

@@ -49,7 +49,7 @@ export async function fetchTarball(request: FetchTarballRequest): Promise<void> 
       if (attempt >= attempts) {
         throw new SourceFetchError(`downloading ${request.url} failed after ${attempt} attempts: ${error.message}`, { url: request.url, attempts: attempt }, { cause: error });
       }
-      const delay = backoffDelay(attempt - 1, { initialMs: backoffMs, maxMs: MAX_BACKOFF_MS, jitter: 0.2 }, request.random);
+      const delay = backoffDelay(attempt - 1, { initialMs: backoffMs, maxMs: MAX_BACKOFF_MS, jitter: 0.2 }, request.random ?? Math.random);
       request.logger.warn({ url: request.url, attempt, retryInMs: delay, err: error }, 'driver source download failed; retrying');
       if ((await abortableSleep(delay, request.signal)) === 'aborted' && request.signal !== undefined) throw abortReason(request.signal);
     }

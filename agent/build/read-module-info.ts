@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/loaded-module.ts';
 import { BuildOutputError } from './build-errors.ts';
 import { describeCommandFailure } from './describe-command-failure.ts';
 

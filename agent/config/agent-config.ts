@@ -4,8 +4,6 @@ import type { KernelConfig } from './kernel.ts';
 import type { ReportingConfig } from './reporting.ts';
 import type { TeardownConfig } from './teardown.ts';
 
-export type { SimulatedKernelSettings } from './kernel.ts';
-
 /**
  * Everything the agent is told at start-up; parsed once by main.ts (parseAgentConfig). One
  * concern per file: identity.ts (who and where), build.ts (what to compile, how), kernel.ts

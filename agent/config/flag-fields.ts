@@ -1,13 +1,15 @@
 import { z } from 'zod';
+import { envNameOf, settingLabel, type SettingsTable } from '../../shared/config/settings-table.ts';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import { splitList } from '../../shared/driver-identity.ts';
 
 /**
- * Every setting is a flag and an environment variable: `--node-name` and `NODE_NAME`, and so on
- * (the DaemonSet uses variables, the demo flags). Flags win. The few whose variable differs
- * from the flag name are listed here.
+ * Every setting is a flag and an environment variable, by the programs' one rule
+ * (shared/config/settings-table.ts): `--node-name` and `NODE_NAME`, and so on (the DaemonSet uses
+ * variables, the demo flags). Flags win. The few whose variable differs from the flag name are
+ * listed here.
  */
-const ENV_NAMES: Readonly<Record<string, string>> = {
+export const AGENT_ENV_NAMES: Readonly<Record<string, string>> = {
   kernel: 'KERNEL_ADAPTER',
   modules: 'DRIVER_MODULES',
   blacklist: 'MODULE_BLACKLIST',
@@ -15,20 +17,22 @@ const ENV_NAMES: Readonly<Record<string, string>> = {
   'signing-cert': 'SIGNING_CERT_PATH',
 };
 
+/** The naming of the agent's settings, for the groups' problems (the settings themselves: parse-agent-config.ts). */
+const NAMING: SettingsTable = { source: 'agent configuration', settings: {}, envNames: AGENT_ENV_NAMES };
+
 /** The environment variable of a flag: `node-name` → `NODE_NAME`, `kernel` → `KERNEL_ADAPTER`. */
 export function envName(flag: string): string {
-  return ENV_NAMES[flag] ?? flag.toUpperCase().replaceAll('-', '_');
+  return envNameOf(NAMING, flag);
 }
 
 /** A problem named by its flag and its variable: `--node-name / NODE_NAME`. */
 export function problem(flag: string, message: string): ConfigProblem {
-  return { path: `--${flag} / ${envName(flag)}`, message };
+  return { path: settingLabel(NAMING, flag), message };
 }
 
 export const required = z.string({ error: 'required' }).min(1, 'required');
 export const optional = z.string().optional();
 export const seconds = z.coerce.number().positive();
-export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export { splitList } from '../../shared/driver-identity.ts';
 

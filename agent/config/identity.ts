@@ -1,8 +1,8 @@
 import { join } from 'node:path';
-import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEFAULT_KEY_DOMAIN } from '../../shared/keys.ts';
-import { dnsLabel, optional, problem, required, seconds } from './flag-fields.ts';
+import { dnsLabel, dnsSubdomain } from '../../shared/config/validators.ts';
+import { optional, problem, required, seconds } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
 /** Who the agent is, whom it talks to, and how it keeps going. */
@@ -24,8 +24,8 @@ export const identityFlags = {
   'node-name': required,
   'pod-name': required,
   'pod-namespace': required,
-  'driver-name': required.regex(dnsLabel, 'must be lower-case letters, digits and dashes (it goes into label keys)'),
-  'key-domain': z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a DNS domain').default(DEFAULT_KEY_DOMAIN),
+  'driver-name': required.pipe(dnsLabel),
+  'key-domain': dnsSubdomain.default(DEFAULT_KEY_DOMAIN),
   kubeconfig: optional,
   'lock-path': optional,
   'retry-initial-seconds': seconds.default(10),

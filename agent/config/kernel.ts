@@ -3,7 +3,7 @@ import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEVICE_KINDS, deviceKindForDriver } from '../../shared/device-kind.ts';
 import { DEFAULT_LOAD_PLAN, parseModuleParameters } from '../../shared/driver-identity.ts';
 import { DEVICE_KIND_SELECTORS, normalizeHexId, type DeviceSelector } from '../detect/device-selector.ts';
-import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/load-plan.ts';
+import { LOAD_PLAN_KINDS, type LoadPlanKind } from '../kernel/plan/load-plan.ts';
 import { absolutePathList, optional, problem, splitList } from './flag-fields.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
 
@@ -39,7 +39,7 @@ export interface KernelConfig {
   readonly moduleRoot: string;
   /** The host's module tree (mounted read-only): inbox dependencies and preloads come from it. */
   readonly hostModuleRoot: string;
-  /** The driver kind's load plan (agent/kernel/load-plan.ts): preloads, optional modules, extra holders. */
+  /** The driver kind's load plan (agent/kernel/plan/load-plan.ts): preloads, optional modules, extra holders. */
   readonly loadPlan: LoadPlanKind;
   /** Optional modules of the plan to load anyway (e.g. `nvidia_drm`). */
   readonly loadOptional: readonly string[];
@@ -76,19 +76,6 @@ export interface KernelConfig {
    */
   readonly deviceFilePrefixes: readonly string[];
   readonly procDir: string;
-  /** The simulated kernel (`--kernel simulated`) only: tests and the demo. */
-  readonly simulated: SimulatedKernelSettings;
-}
-
-export interface SimulatedKernelSettings {
-  /** `uname -r` of the simulated kernel (default: the target kernel); another release makes modprobe fail (ENOEXEC). */
-  readonly kernelRelease: string | undefined;
-  /** Time each module's init takes, as a real GPU driver's does. */
-  readonly loadMs: number;
-  /** Modules whose init fails, with the errno text modprobe prints (`drsample_core:No such device`). */
-  readonly initFailures: Readonly<Record<string, string>>;
-  /** The node's /dev for the simulated kernel's device files: processes holding one open pin its module. */
-  readonly deviceDir: string | undefined;
 }
 
 const moduleName = /^[A-Za-z0-9_-]+$/;
@@ -118,10 +105,6 @@ export const kernelFlags = {
   'modprobe-config-dir': z.string().default('/run/modprobe.d'),
   'device-file-prefixes': optional,
   'proc-dir': z.string().default('/proc'),
-  'simulated-kernel-release': optional,
-  'simulated-load-seconds': z.coerce.number().min(0).default(0),
-  'simulated-init-failure': optional,
-  'simulated-device-dir': optional,
 };
 
 export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): KernelConfig {
@@ -151,12 +134,6 @@ export function kernelConfig(c: RawAgentConfig, problems: ConfigProblem[]): Kern
     modprobeConfigDir: c['modprobe-config-dir'],
     deviceFilePrefixes: absolutePathList(c['device-file-prefixes'], 'device-file-prefixes', problems),
     procDir: c['proc-dir'],
-    simulated: {
-      kernelRelease: c['simulated-kernel-release'],
-      loadMs: c['simulated-load-seconds'] * 1000,
-      initFailures: initFailures(c['simulated-init-failure'], problems),
-      deviceDir: c['simulated-device-dir'],
-    },
   };
 }
 
@@ -200,18 +177,4 @@ function hexList(c: RawAgentConfig, field: 'device-vendors' | 'device-classes', 
   const bad = items.filter((_, n) => ids[n] === undefined);
   if (bad.length > 0) problems.push(problem(field, `not ${digits}-digit hex ids: ${bad.join(', ')}`));
   return ids.filter((id): id is string => id !== undefined);
-}
-
-/** `module:errno text` items separated by commas: `drsample_core:No such device`. */
-function initFailures(text: string | undefined, problems: ConfigProblem[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const item of (text ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-    const m = /^([A-Za-z0-9_-]+):(.+)$/.exec(item);
-    if (m?.[1] === undefined || m[2] === undefined) {
-      problems.push(problem('simulated-init-failure', `"${item}" is not module:errno text`));
-      continue;
-    }
-    out[m[1]] = m[2].trim();
-  }
-  return out;
 }

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { z } from 'zod';
+import { logLevel, type LogLevel } from '../../shared/config/validators.ts';
 import { optional } from './flag-fields.ts';
 import { runDir } from './identity.ts';
 import type { RawAgentConfig } from './parse-agent-config.ts';
@@ -10,14 +11,14 @@ export interface ReportingConfig {
   readonly httpHost: string;
   /** 0 picks a free port (tests). */
   readonly httpPort: number;
-  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly logLevel: LogLevel;
 }
 
 export const reportingFlags = {
   'ready-file': optional,
   'http-host': z.string().default('0.0.0.0'),
   'http-port': z.coerce.number().int().min(0).max(65535).default(8080),
-  'log-level': z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  'log-level': logLevel,
 };
 
 export function reportingConfig(c: RawAgentConfig): ReportingConfig {

@@ -1,8 +1,9 @@
-import { access, cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { pathExists } from '../../shared/fs/if-exists.ts';
 import { describeCommandFailure } from '../build/describe-command-failure.ts';
-import { FirmwareMissingError, KernelCommandError } from './kernel-errors.ts';
+import { FirmwareMissingError, FirmwareUncheckableError, KernelCommandError } from './kernel-errors.ts';
 import type { ModuleFile } from './kernel-port.ts';
 
 /**
@@ -36,7 +37,8 @@ export function hostFirmwareDirs(kernelVersion: string, roots: readonly string[]
 /**
  * Before anything is unloaded: every firmware file the modules to load declare exists in the
  * driver's firmware (source or host dir) or the host's search dirs; else FirmwareMissingError
- * naming the files and where they were looked for.
+ * naming the files and where they were looked for. A place that cannot be checked (EACCES, ELOOP,
+ * EIO) is not read as "absent": FirmwareUncheckableError names the module, the file and the path.
  */
 export async function checkDeclaredFirmware(modules: readonly ModuleFile[], kernelVersion: string, options: FirmwareOptions): Promise<void> {
   const dirs = [options.sourceDir, options.hostDir, ...hostFirmwareDirs(kernelVersion, options.hostRoots)].filter((d) => d !== undefined);
@@ -44,7 +46,7 @@ export async function checkDeclaredFirmware(modules: readonly ModuleFile[], kern
   const missing: string[] = [];
   for (const module of modules) {
     for (const name of await read(module)) {
-      if (!(await existsInAny(dirs, name))) missing.push(`${module.name} needs ${name}`);
+      if (!(await existsInAny(dirs, name, module.name))) missing.push(`${module.name} needs ${name}`);
     }
   }
   if (missing.length > 0) {
@@ -83,13 +85,14 @@ export async function readDeclaredFirmware(path: string): Promise<string[]> {
   return result.stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
 }
 
-async function existsInAny(dirs: readonly string[], name: string): Promise<boolean> {
+async function existsInAny(dirs: readonly string[], name: string, module: string): Promise<boolean> {
   for (const dir of dirs) {
+    const path = join(dir, name);
     try {
-      await access(join(dir, name));
-      return true;
-    } catch {
-      // Not in this one.
+      if (await pathExists(path)) return true;
+    } catch (error) {
+      const code = typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'unknown';
+      throw new FirmwareUncheckableError(`firmware ${path} that ${module} needs cannot be checked (${code}); nothing was unloaded`, { module, firmware: name, path, code }, { cause: error });
     }
   }
   return false;

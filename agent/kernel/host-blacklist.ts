@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { renderBlacklist } from './modprobe-config.ts';
+import { renderBlacklist } from './plan/modprobe-config.ts';
 import { writeConfigFile } from './write-config-file.ts';
 
 /**

@@ -85,6 +85,13 @@ export class DriverRolledBackError extends DriverRolloutError {
  */
 export class FirmwareMissingError extends DriverRolloutError {}
 
+/**
+ * A place where a declared firmware file could be could not be checked (EACCES, ELOOP, EIO): the
+ * check cannot say the file is missing, nor that it is there. Fields: `module`, `firmware`, `path`,
+ * `code`; `cause` is the file system's error. Checked before anything is unloaded.
+ */
+export class FirmwareUncheckableError extends DriverRolloutError {}
+
 function lastLine(text: string): string {
   const lines = text.trim().split('\n').filter((l) => l.trim() !== '');
   return lines.at(-1)?.replace(/^modprobe: ERROR: /, '') ?? '(no output)';

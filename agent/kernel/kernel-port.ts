@@ -1,4 +1,4 @@
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 
 /**
  * Where modprobe finds modules and configuration. `root` is passed as `-d` (modules are read

@@ -1,5 +1,7 @@
+import { z } from 'zod';
+import { DriverRolloutError } from '../../shared/errors.ts';
 import { readTextIfExists } from '../../shared/fs/if-exists.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import type { ModuleFile } from './kernel-port.ts';
 import { writeConfigFile } from './write-config-file.ts';
 
@@ -23,15 +25,51 @@ export async function writeLastGoodDriver(path: string, record: LastGoodDriver):
   await writeConfigFile(path, `${JSON.stringify(record, null, 2)}\n`);
 }
 
-/** The record, or undefined when there is none (or it cannot be parsed: then nothing is restored). */
+const moduleFileSchema = z.object({
+  name: z.string(),
+  path: z.string(),
+  srcversion: z.string().optional(),
+  version: z.string().optional(),
+  dependsOn: z.array(z.string()),
+  parameters: z.array(z.string()).optional(),
+  firmware: z.array(z.string()).optional(),
+});
+
+const lastGoodDriverSchema = z.object({
+  driver: z.string(),
+  version: z.string(),
+  kernelVersion: z.string(),
+  modules: z.array(moduleFileSchema),
+  loaded: z.array(z.string()),
+  optionsText: z.string(),
+});
+
+/** The last-good record on disk is not one: fields `path` (the file), `field` (`modules.0.path`, or `(JSON)`) and `problem`. */
+export class LastGoodRecordError extends DriverRolloutError {}
+
+/**
+ * The record, or undefined when there is none. A file that is not a record (not JSON, a field
+ * missing or of another type) throws LastGoodRecordError naming the file and the field: it is
+ * never read as "no record".
+ */
 export async function readLastGoodDriver(path: string): Promise<LastGoodDriver | undefined> {
   const text = await readTextIfExists(path);
   if (text === undefined) return undefined;
+  let json: unknown;
   try {
-    return JSON.parse(text) as LastGoodDriver;
-  } catch {
-    return undefined;
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new LastGoodRecordError(`last good driver record ${path} is not JSON`, { path, field: '(JSON)', problem: 'not JSON' }, { cause: error });
   }
+  const parsed = lastGoodDriverSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue === undefined || issue.path.length === 0 ? '(record)' : issue.path.join('.');
+    const problem = issue?.message ?? 'invalid';
+    throw new LastGoodRecordError(`last good driver record ${path}: ${field}: ${problem}`, { path, field, problem }, { cause: parsed.error });
+  }
+  const record = parsed.data;
+  return { ...record, modules: record.modules.map((m) => ({ ...m, srcversion: m.srcversion, version: m.version })) };
 }
 
 /**

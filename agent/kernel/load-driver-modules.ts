@@ -1,7 +1,7 @@
 import { DriverRolloutError } from '../../shared/errors.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { findFailedModule } from './find-failed-module.ts';
+import { findFailedModule } from './plan/find-failed-module.ts';
 import { DriverRolledBackError, DriverVerificationError, KernelCommandError, ModuleLoadError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import type { LastGoodDriver } from './last-good-driver.ts';

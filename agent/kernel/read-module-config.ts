@@ -1,8 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DriverRolloutError } from '../../shared/errors.ts';
-import { isModuleConfigFile, moduleConfigSha256, parseModuleConfig, type ModuleConfigFile } from './module-config.ts';
-import type { ModuleParameters } from './modprobe-config.ts';
+import { moduleConfigSha256 } from './module-config-sha256.ts';
+import { isModuleConfigFile, parseModuleConfig, type ModuleConfigFile } from './plan/module-config.ts';
+import type { ModuleParameters } from './plan/modprobe-config.ts';
 
 /**
  * The module config directory does not hold what the pod's template names: a file that is not

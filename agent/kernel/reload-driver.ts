@@ -3,19 +3,19 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { readTextIfExists } from '../../shared/fs/if-exists.ts';
 import { ConfigError, DriverRolloutError } from '../../shared/errors.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { decideReload, type ReloadDecision } from './decide-reload.ts';
-import { findMissingDependencies } from './find-missing-dependencies.ts';
-import { findUndeclaredParameters } from './find-undeclared-parameters.ts';
+import { decideReload, type ReloadDecision } from './plan/decide-reload.ts';
+import { findMissingDependencies } from './plan/find-missing-dependencies.ts';
+import { findUndeclaredParameters } from './plan/find-undeclared-parameters.ts';
 import { checkDeclaredFirmware, installDriverFirmware, type FirmwareOptions } from './driver-firmware.ts';
 import { DriverRolledBackError, HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, NeverUnloadError } from './kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
-import { isLastGoodOf, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
+import { isLastGoodOf, LastGoodRecordError, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
 import { loadDriverModules, rollBack, type LoadRequest } from './load-driver-modules.ts';
-import { LOAD_PLANS, resolveLoadPlan, type LoadPlan } from './load-plan.ts';
-import { parseModprobeConfig, renderBlacklist, renderModprobeOptions, type ModuleParameters } from './modprobe-config.ts';
+import { LOAD_PLANS, resolveLoadPlan, type LoadPlan } from './plan/load-plan.ts';
+import { parseModprobeConfig, renderBlacklist, renderModprobeOptions, type ModuleParameters } from './plan/modprobe-config.ts';
 import { planUnloadOrRefuse, readLoadedModules, unloadDriver, type DeviceUserLookup } from './unload-driver.ts';
 import { writeConfigFile } from './write-config-file.ts';
 
@@ -157,7 +157,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   const preloaded = await preloadFromHost(kernel, hostTree, built.modules, loadOrder, plan.preload, log);
   await refuseMissingDependencies(kernel, built.modules, loadOrder, unloadSet);
   const firmware = await prepareFirmware(built, loadOrder, options.firmware);
-  const lastGood = options.lastGoodFile === undefined ? undefined : await readLastGoodDriver(options.lastGoodFile);
+  const lastGood = await readRestorable(options.lastGoodFile, log);
   const install = Math.round(performance.now() - installStarted);
   log.info({ loadOrder: loadOrder.map((s) => s.module), preloaded, durationMs: install }, 'modules installed and depmod done in the driver\'s tree');
 
@@ -303,6 +303,22 @@ async function preloadFromHost(
   for (const module of inbox) await kernel.load(hostTree, module);
   log.info({ modules: hostOrder.map((s) => s.module), hostRoot: hostTree.root }, 'inbox modules loaded from the host tree');
   return hostOrder.map((s) => s.module);
+}
+
+/**
+ * The last good record to roll back to, if the load fails. An unreadable one (LastGoodRecordError,
+ * naming the file and field) leaves nothing to roll back to, and says so; the next verified load
+ * writes a good one over it.
+ */
+async function readRestorable(path: string | undefined, log: Logger): Promise<LastGoodDriver | undefined> {
+  if (path === undefined) return undefined;
+  try {
+    return await readLastGoodDriver(path);
+  } catch (error) {
+    if (!(error instanceof LastGoodRecordError)) throw error;
+    log.warn({ err: error, ...error.fields }, 'the last good driver record is unreadable: no rollback if this load fails');
+    return undefined;
+  }
 }
 
 async function recordLastGood(path: string | undefined, built: DriverToLoad, loaded: readonly string[], optionsText: string): Promise<void> {

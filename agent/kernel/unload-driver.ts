@@ -1,10 +1,10 @@
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../shared/kmod/loaded-module.ts';
+import { sysfsModuleName } from '../../shared/kmod/loaded-module.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { DriverInUseError } from './kernel-errors.ts';
 import { findDeviceUsers } from './find-device-users.ts';
 import type { KernelPort } from './kernel-port.ts';
-import { planUnload } from './plan-unload.ts';
+import { planUnload } from './plan/plan-unload.ts';
 
 /** The loaded ones among `names`, by sysfs name. */
 export async function readLoadedModules(kernel: KernelPort, names: readonly string[]): Promise<Map<string, LoadedModule>> {

@@ -3,6 +3,7 @@ import { backoffDelay, type BackoffPolicy } from '../../shared/backoff.ts';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { BookmarkedWatch } from './bookmarked-watch.ts';
+import { IndexedStore } from './indexed-store.ts';
 
 /** A read-only, always-current copy of one kind of object, fed by a watch. */
 export interface ResourceCache<T> {
@@ -46,36 +47,15 @@ export interface InformerOptions<T extends KubernetesObject> {
   readonly maxBackoffMs?: number;
 }
 
-/** The objects under one index key, and their list as last handed out (null once changed). */
-export interface IndexBucket<T> {
-  readonly objects: Map<string, T>;
-  list: readonly T[] | null;
-}
-
-const NONE: readonly never[] = [];
-
-/** The bucket's objects as an array, made once per change of the bucket (see ResourceCache.byIndex). */
-export function listOf<T>(bucket: IndexBucket<T> | undefined): readonly T[] {
-  if (bucket === undefined) return NONE;
-  return (bucket.list ??= [...bucket.objects.values()]);
-}
-
-const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-
 /**
- * client-node's ListWatch, plus what a controller needs from it: a secondary index kept up to
- * date from the add/update/delete callbacks, and a restart after errors. ListWatch re-lists by
+ * client-node's ListWatch, plus what a controller needs from it: the objects and their secondary
+ * indexes kept in an IndexedStore from the add/update/delete callbacks, and a restart after errors. ListWatch re-lists by
  * itself on 410 Gone but stops for good on any other error (API server restarting, network,
  * 5xx): this restarts it with exponential backoff, resuming from its last resourceVersion.
  */
 export function startInformer<T extends KubernetesObject>(options: InformerOptions<T>): ResourceInformer<T> {
   const log = options.logger.child({ informer: options.path });
-  const objects = new Map<string, T>();
-  const indexers = Object.entries(options.indexes ?? {});
-  // index name -> index key -> bucket (object key -> object). An object's keys are not kept per
-  // object (a Map per pod was 9 MB over 50,000 pods): they are read again from the stored object,
-  // which the cache never changes once trimmed, when it is replaced or removed.
-  const index = new Map<string, Map<string, IndexBucket<T>>>(indexers.map(([name]) => [name, new Map()]));
+  const store = new IndexedStore<T>(options.indexes);
   const minBackoff = options.minBackoffMs ?? 200;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
   const backoff: BackoffPolicy = { initialMs: minBackoff, maxMs: maxBackoff };
@@ -88,39 +68,13 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     markSynced = resolve;
   });
 
-  const unindex = (key: string, stored: T | undefined): void => {
-    if (stored === undefined) return;
-    for (const [name, indexKeyOf] of indexers) {
-      const old = indexKeyOf(stored);
-      if (old === undefined) continue;
-      const buckets = index.get(name);
-      const bucket = buckets?.get(old);
-      if (bucket === undefined) continue;
-      bucket.objects.delete(key);
-      bucket.list = null;
-      if (bucket.objects.size === 0) buckets?.delete(old);
-    }
-  };
   const upsert = (object: T): void => {
     options.trim?.(object);
-    const key = keyOf(object);
-    unindex(key, objects.get(key));
-    objects.set(key, object);
-    for (const [name, indexKeyOf] of indexers) {
-      const indexKey = indexKeyOf(object);
-      const buckets = index.get(name);
-      if (indexKey === undefined || buckets === undefined) continue;
-      let bucket = buckets.get(indexKey);
-      if (bucket === undefined) buckets.set(indexKey, (bucket = { objects: new Map<string, T>(), list: null }));
-      bucket.objects.set(key, object);
-      bucket.list = null;
-    }
+    store.upsert(object);
     options.onChange(object);
   };
   const remove = (object: T): void => {
-    const key = keyOf(object);
-    unindex(key, objects.get(key));
-    objects.delete(key);
+    store.remove(object.metadata?.namespace, object.metadata?.name);
     options.onChange(object);
   };
 
@@ -133,7 +87,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   });
   listWatch.on('error', (error: unknown) => {
     if (stopped) return;
-    const retryInMs = backoffDelay(failures, backoff);
+    const retryInMs = backoffDelay(failures, backoff, Math.random);
     failures += 1;
     log.warn({ err: toError(error), retryInMs }, 'watch failed; restarting');
     restartTimer = setTimeout(start, retryInMs);
@@ -157,11 +111,11 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   start();
 
   return {
-    list: () => objects.values(),
-    get: (namespace, name) => objects.get(`${namespace}/${name}`),
-    byIndex: (name, key) => listOf(index.get(name)?.get(key)),
+    list: () => store.list(),
+    get: (namespace, name) => store.get(namespace, name),
+    byIndex: (name, key) => store.byIndex(name, key),
     get size() {
-      return objects.size;
+      return store.size;
     },
     synced: syncedPromise,
     isSynced: () => synced,

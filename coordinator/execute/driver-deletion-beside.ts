@@ -4,8 +4,9 @@ import { countedPrefix } from './may-raise-counts.ts';
 
 /**
  * The driver pod deletion a node's list may send together with the patch at `groups[at]`
- * instead of after its answer (issue 16: one round trip less per node; a 200-node wave spent
- * 0.19 s median on it), or undefined when the deletion must wait for the patch.
+ * instead of after its answer (one round trip less per node:
+ * docs/decisions/0002-fewer-round-trips-per-node.md), or undefined when the deletion must wait
+ * for the patch.
  *
  * `groups` as coalesceNodeActions makes them. The deletion is the first action after the patch
  * other than its Events, and it may go beside when the patch only moves an upgrading node from

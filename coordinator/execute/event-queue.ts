@@ -21,10 +21,8 @@ export const DEFAULT_EVENT_QUEUE = { concurrency: 2, capacity: 10_000 } as const
 /**
  * Events go out beside the writes that move upgrades, a few at a time, so that a burst of them
  * never competes at the API server with the writes a wave waits for: a new revision marks every
- * node upgrade-required with an Event each, and every step of every node in a wave raises one.
- * On the 2-core test bed (issue 16, 200 nodes, 3.9 Events per node) sending them two at a time
- * instead of all at once took a rollout from 22.8 s to 15.9 s (medians of 3): the same Events,
- * the last of them sent 2.3 s after the last node was done.
+ * node upgrade-required with an Event each, and every step of every node in a wave raises one
+ * (docs/decisions/0003-fewer-writes-per-node.md).
  *
  * `emit` returns at once. Each Event keeps the time it was raised (`at`), so `kubectl get events`
  * orders them as they happened whenever they are sent. Warnings go before waiting Normal Events.

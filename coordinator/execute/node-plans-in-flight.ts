@@ -16,6 +16,14 @@ interface Queued {
 }
 
 /**
+ * Marks (the idle lane) written at once while a plan that moves an upgrade is under way. They
+ * change no count and no step, but every write shares the API server with the wave's next steps,
+ * so they go out slowly while a wave moves: their labels and Events come later, the upgrade does
+ * not (docs/decisions/0001-writes-beside-the-passes.md).
+ */
+export const MARKS_WHILE_MOVING = 2;
+
+/**
  * Node plans carried out beside the passes: a slow write on one node then holds back neither
  * the pass nor the other nodes' next steps. A node stays busy from `start` until its plan is
  * carried out; the reconciler plans nothing for a busy node.
@@ -27,8 +35,7 @@ interface Queued {
  * At most `concurrency` plans run at once per lane; the rest wait in order.
  * Plans that move no upgrade along (movesUpgrade: a node marked upgrade-required, a waiting
  * node's reason or timer) have a lane of their own too: when a new revision marks a thousand
- * nodes, the first wave's next steps must not queue behind those marks (issue 16: the first wave
- * of a 1,000-node rollout took 46 s against 30 s for one pod replaced); that lane gets only the
+ * nodes, the first wave's next steps must not queue behind those marks; that lane gets only the
  * places the other two leave, and at most MARKS_WHILE_MOVING of them while either runs. A mark
  * still queued never holds a node back: a plan that moves the node's upgrade (its start, planned
  * from a newer snapshot and so writing the mark itself) takes its place (`mayStart`).
@@ -41,18 +48,8 @@ interface Queued {
  * but joins its lane only once that plan has been carried out in full; if that plan fails, ends
  * short or did not start (its node was busy), the waiting plan is dropped and settles as done, so
  * the next pass plans its node afresh. The two plans never share a lane's places while one waits.
+ * Why the lanes and their sizes: docs/decisions/0001-writes-beside-the-passes.md.
  */
-/**
- * Marks (the idle lane) written at once while a plan that moves an upgrade is under way. They
- * change no count and no step, but every write shares the API server with the wave's next steps:
- * at 200 nodes, 10 %, marking the 180 waiting nodes up to 12 at a time beside the first wave made
- * that wave take 2.0–2.5 s against 1.2–1.4 s for the later ones; two at a time, 1.6 s and the
- * rollout 13.0 s (12.2–13.5) against 13.6 s (12.9–16.4), 3 runs each (issue 16). The marks of
- * 1,000 nodes then take some 20–40 s instead of a few: their labels and Events come later, the
- * upgrade does not.
- */
-export const MARKS_WHILE_MOVING = 2;
-
 export class NodePlansInFlight {
   readonly #concurrency: number;
   readonly #busy = new Set<string>();
@@ -76,9 +73,7 @@ export class NodePlansInFlight {
    * lane that has not started (a mark queued behind others) while `plan` moves the upgrade.
    * `start` then drops the queued plan unsettled: `plan` was made from a newer snapshot, in which
    * that plan's writes are not stored, so it carries them itself. Without this, a slot the planner
-   * hands to a node whose mark is still queued stays unused until the mark is written: at 1,000
-   * nodes, 10 %, 0 s, with marks two at a time, a freed slot waited 6.5 s (median) for its next
-   * node (issue 16).
+   * hands to a node whose mark is still queued would stay unused until the mark is written.
    */
   mayStart(plan: NodePlan): boolean {
     if (!this.#busy.has(plan.node)) return true;

@@ -14,17 +14,34 @@ import type { PodSnapshot } from './snapshot.ts';
 import { readUnixSeconds } from './node-view.ts';
 import { fail, readTimer, timeoutText, wait, type NodeContext, type StepContext, type StepResult } from './step.ts';
 
-/** The operand labels we paused and their previous values; {} when none or unreadable. */
-export function pausedOperands(annotations: Readonly<Record<string, string>>, key: string): Readonly<Record<string, string>> {
+/**
+ * The operand labels we paused and their previous values ({} when none are recorded), or what is
+ * wrong with the record: an annotation that is not a JSON object of strings is never read as
+ * "nothing paused", since the labels it names would then stay paused and nothing would say so.
+ */
+export function pausedOperands(
+  annotations: Readonly<Record<string, string>>,
+  key: string,
+): { readonly labels: Readonly<Record<string, string>> } | { readonly problem: string } {
   const raw = annotations[key];
-  if (raw === undefined) return {};
+  if (raw === undefined) return { labels: {} };
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(raw);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return {};
-    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    parsed = JSON.parse(raw);
   } catch {
-    return {};
+    return { problem: `annotation ${key} is not JSON: ${JSON.stringify(raw)}` };
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return { problem: `annotation ${key} is not a JSON object of label values: ${JSON.stringify(raw)}` };
+  }
+  const labels: Record<string, string> = {};
+  const bad: string[] = [];
+  for (const [label, value] of Object.entries(parsed as Record<string, unknown>)) {
+    if (typeof value === 'string') labels[label] = value;
+    else bad.push(label);
+  }
+  if (bad.length > 0) return { problem: `annotation ${key} holds a value that is not a string for ${bad.join(', ')}: ${JSON.stringify(raw)}` };
+  return { labels };
 }
 
 /**
@@ -45,7 +62,10 @@ export function stopDeviceClients(node: NodeContext, ctx: StepContext): StepResu
   const toPause = settings.operandLabels.filter((k) => labels[k] !== undefined && labels[k] !== OPERAND_PAUSED_VALUE);
   const pausing: NodeAction[] = [];
   if (toPause.length > 0) {
-    const previous = { ...pausedOperands(node.view.annotations, keys.pausedOperands), ...Object.fromEntries(toPause.map((k) => [k, labels[k] ?? ''])) };
+    const recorded = pausedOperands(node.view.annotations, keys.pausedOperands);
+    // Writing over an unreadable record would lose the values of the labels it paused.
+    if ('problem' in recorded) return fail(node, ctx, `node ${name}: ${recorded.problem}; set the paused operand labels back by hand, then remove the annotation`);
+    const previous = { ...recorded.labels, ...Object.fromEntries(toPause.map((k) => [k, labels[k] ?? ''])) };
     pausing.push({ kind: 'setAnnotation', node: name, key: keys.pausedOperands, value: JSON.stringify(previous) });
     for (const key of toPause) pausing.push({ kind: 'setLabel', node: name, key, value: OPERAND_PAUSED_VALUE });
   }
@@ -138,13 +158,25 @@ function podKey(pod: PodSnapshot): string {
 
 /**
  * Once the new driver is Ready: every label we paused gets its previous value back (unless
- * someone changed it meanwhile), then the record goes.
+ * someone changed it meanwhile), then the record goes. An unreadable record restores nothing (no
+ * previous value is guessed): a Warning Event names the node, the record as it was and the
+ * labels still paused, and the record goes, so the Event is sent once.
  */
 export function restoreDeviceClients(node: NodeContext, ctx: StepContext): NodeAction[] {
   const key = ctx.policy.keys.pausedOperands;
   if (node.view.annotations[key] === undefined) return [];
   const name = node.view.snapshot.name;
-  const actions: NodeAction[] = Object.entries(pausedOperands(node.view.annotations, key))
+  const recorded = pausedOperands(node.view.annotations, key);
+  if ('problem' in recorded) {
+    const stillPaused = Object.keys(node.view.labels).filter((label) => node.view.labels[label] === OPERAND_PAUSED_VALUE).sort();
+    const labels = stillPaused.length > 0 ? stillPaused.join(', ') : 'none';
+    const message = `node ${name}: ${recorded.problem}; operand labels not restored (still ${OPERAND_PAUSED_VALUE}: ${labels}): set them back by hand`;
+    return [
+      { kind: 'removeAnnotation', node: name, key },
+      { kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message },
+    ];
+  }
+  const actions: NodeAction[] = Object.entries(recorded.labels)
     .filter(([label]) => node.view.labels[label] === OPERAND_PAUSED_VALUE)
     .map(([label, value]) => ({ kind: 'setLabel', node: name, key: label, value }));
   actions.push({ kind: 'removeAnnotation', node: name, key });

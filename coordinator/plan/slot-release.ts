@@ -1,11 +1,12 @@
 /**
- * Slots a pass gives back and hands on in the same pass (issue 16: the slot handoff). A node this
+ * Slots a pass gives back and hands on in the same pass (the slot handoff). A node this
  * pass moves out of its upgrade (upgrade-done and uncordoned, or upgrade-failed) frees its slot
  * only once its plan is stored. Instead of leaving that slot to a later pass (a debounce and a
  * pass after the write's answer), the pass may give it to a waiting node whose plan then runs
  * only after the freeing node's plan has been carried out (NodePlan.after): the next node's
  * cordon is sent once the last one's uncordon is stored, never before, so the cluster never has
  * more nodes out than the limits allow, in any order the writes are answered or fail.
+ * Why: docs/decisions/0002-fewer-round-trips-per-node.md.
  */
 import { isOutOfService, isUpgrading, slotShortage, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 

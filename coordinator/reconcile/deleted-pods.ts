@@ -5,8 +5,7 @@ import type { PodRef } from '../plan/snapshot.ts';
 /**
  * Pods this replica deleted or evicted, by uid, until the pod cache shows them terminating or
  * gone: a pass overlays them as terminating (buildSnapshot), so that a pod watch slower than the
- * DELETE's answer never has the next pass delete the same pod again (issue 16: up to 1.85
- * deletions per driver pod when a 1,000-node wave went out at once). A pod the API server has
+ * DELETE's answer never has the next pass delete the same pod again. A pod the API server has
  * accepted a deletion for never comes back, so the overlay can only be early, never wrong.
  */
 export class DeletedPods {

@@ -11,8 +11,8 @@ export const STATUS_PATCH_TIMEOUT_MS = 30_000;
 /**
  * Least time between the starts of two status writes of one rollout (submit). During a large
  * rollout nearly every pass changes the status (counts, the first nodes waiting); written as
- * computed, that was 0.5–1.2 patches per upgraded node (issue 16). The latest status always goes
- * out, at most this much later.
+ * computed, that would be a patch for most upgraded nodes. The latest status always goes out, at
+ * most this much later.
  */
 export const STATUS_MIN_INTERVAL_MS = 1_000;
 

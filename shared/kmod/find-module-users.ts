@@ -1,4 +1,4 @@
-import type { LoadedModule } from './read-loaded-module.ts';
+import type { LoadedModule } from './loaded-module.ts';
 
 /**
  * Why a loaded module cannot be unloaded safely: something outside the kernel's module graph

@@ -19,8 +19,8 @@ export interface CacheTlsFilesOptions {
  *
  * client-node 2.0.1 reads the current cluster's `caFile` and the user's `certFile` and `keyFile`
  * with readFileSync before every request (KubeConfig.applyHTTPSOptions), on the event loop: three
- * blocking reads per request, about 7 % of the coordinator's busy time during a 200-node rollout
- * (issue 16). This replaces `getCurrentCluster` and `getCurrentUser` on this instance with
+ * blocking reads per request (docs/decisions/0004-client-node-connections-and-tls-files.md).
+ * This replaces `getCurrentCluster` and `getCurrentUser` on this instance with
  * versions that present the files' contents as inline data (caData, certData, keyData), read
  * again once `recheckMs` has passed. Everything else about the cluster and user is kept. A file
  * that cannot be read leaves the original object in place, so the request fails in client-node

@@ -10,8 +10,8 @@ type CreateDispatcher = (cluster: Cluster | null, agentOptions: object) => Dispa
  * Makes every API client `kc` builds share one keep-alive connection pool.
  *
  * client-node 2.0.1 builds a new undici Agent for every request in its (TypeScript-private)
- * `KubeConfig.createDispatcher`, so each request opens a new TCP+TLS connection (72–114 ms on a
- * quiet machine, seconds under load) and the API server sees one connection per request. This
+ * `KubeConfig.createDispatcher`, so each request opens a new TCP+TLS connection (tens of ms, seconds
+ * under load) and the API server sees one connection per request. This
  * replaces that method on this instance with one that returns the same pool while the TLS
  * material is unchanged (compared byte for byte); when it changes (a rotated certificate, read
  * again from its file every TLS_FILES_RECHECK_MS: cacheTlsFiles), the next request gets a new

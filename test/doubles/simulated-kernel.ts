@@ -1,12 +1,13 @@
 import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import { readLoadedModule, sysfsModuleName, type LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName, type LoadedModule } from '../../shared/kmod/loaded-module.ts';
+import { readLoadedModule } from '../../shared/kmod/read-loaded-module.ts';
 import { findDeviceUsers } from '../../agent/kernel/find-device-users.ts';
 import { KernelCommandError, ModuleBusyError } from '../../agent/kernel/kernel-errors.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import { installDir } from '../../agent/kernel/real-kernel.ts';
-import { parseModprobeConfig } from '../../agent/kernel/modprobe-config.ts';
+import { parseModprobeConfig } from '../../agent/kernel/plan/modprobe-config.ts';
 
 export interface SimulatedKernelOptions {
   /** Where the /sys/module-like tree is written (read back with shared/kmod, like the real one). */

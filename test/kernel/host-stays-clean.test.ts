@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 import { readModuleInfo } from '../../agent/build/read-module-info.ts';
 import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
-import type { ModuleParameters } from '../../agent/kernel/modprobe-config.ts';
+import type { ModuleParameters } from '../../agent/kernel/plan/modprobe-config.ts';
 import type { DriverToLoad } from '../../agent/kernel/reload-driver.ts';
 import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
 import { ensureR8168Modules } from '../vendor-drivers/ensure-vendor-builds.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
-import type { ModuleParameters } from '../../agent/kernel/modprobe-config.ts';
+import type { ModuleParameters } from '../../agent/kernel/plan/modprobe-config.ts';
 import { SimulatedKernel } from '../doubles/simulated-kernel.ts';
 import { buildSampleDriver, silentLogger } from '../unit/agent/build/sample-driver.ts';
 import { runScenario, type ScenarioStep, type StepReport } from './guest/scenario.ts';

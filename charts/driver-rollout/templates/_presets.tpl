@@ -132,7 +132,7 @@ Values that contradict each other fail the install, naming the value.
 
 {{/*
 The checksum of a moduleConfig map as the agent computes it from the mounted files
-(agent/kernel/module-config.ts moduleConfigSha256): sha256 of "<file>=<base64 content>;" over
+(agent/kernel/module-config-sha256.ts): sha256 of "<file>=<base64 content>;" over
 the files sorted by name.
 */}}
 {{- define "driver-rollout.moduleConfigSha256" -}}

@@ -157,7 +157,7 @@ function escalate(node: NodeContext, ctx: StepContext): StepResult {
 /**
  * The reason while a restart runs its normal course: the old pod deleted, the new one created,
  * then starting. One text for all three (the pod names are in the detail), so a restart costs no
- * Node write beyond its state change: each new text would be one more patch per node (issue 16).
+ * Node write beyond its state change: each new text would be one more patch per node.
  * A pod stuck in a kubelet waiting reason, or failing by the agent's word, gets its own text.
  */
 function restartingText(ctx: StepContext): string {

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { moduleConfigSha256 } from '../../../agent/kernel/module-config.ts';
+import { moduleConfigSha256 } from '../../../agent/kernel/module-config-sha256.ts';
 import { templateDriverFingerprint } from '../../../coordinator/cluster/template-driver-fingerprint.ts';
 import { imageReference } from '../../../drivers/build-driver-images.ts';
 import { DRIVER_FLAVOURS } from '../../../drivers/flavours.ts';

@@ -183,19 +183,19 @@ describe('init container against a real API server', () => {
   });
 
   it.each<{ name: string; env: Record<string, string>; args?: string[]; fields: string[] }>([
-    { name: 'missing node name', env: { NODE_NAME: '' }, fields: ['NODE_NAME (or --node-name)'] },
-    { name: 'missing driver name', env: { DRIVER_NAME: '' }, fields: ['DRIVER_NAME (or --driver-name)'] },
-    { name: 'bad driver name', env: { DRIVER_NAME: 'GPU!' }, fields: ['DRIVER_NAME'] },
-    { name: 'bad key domain', env: { KEY_DOMAIN: '-x-' }, fields: ['KEY_DOMAIN'] },
-    { name: 'bad annotation override', env: { SAFE_LOAD_ANNOTATION: 'a/b/c' }, fields: ['SAFE_LOAD_ANNOTATION'] },
-    { name: 'safe load not a boolean', env: { SAFE_LOAD_ENABLED: 'on' }, fields: ['SAFE_LOAD_ENABLED'] },
-    { name: 'bad timeout', env: { WAIT_TIMEOUT_SECONDS: '10s' }, fields: ['WAIT_TIMEOUT_SECONDS'] },
-    { name: 'missing kubeconfig file', env: { KUBECONFIG: '/nonexistent' }, fields: ['KUBECONFIG'] },
-    { name: 'bad pre-flight module', env: { PREFLIGHT_MODULES: 'nvidia;rm' }, fields: ['PREFLIGHT_MODULES'] },
-    { name: 'relative sysfs root', env: { SYS_MODULE_ROOT: 'sys' }, fields: ['SYS_MODULE_ROOT'] },
-    { name: 'bad log level', env: { LOG_LEVEL: 'chatty' }, fields: ['LOG_LEVEL'] },
+    { name: 'missing node name', env: { NODE_NAME: '' }, fields: ['--node-name / NODE_NAME'] },
+    { name: 'missing driver name', env: { DRIVER_NAME: '' }, fields: ['--driver-name / DRIVER_NAME'] },
+    { name: 'bad driver name', env: { DRIVER_NAME: 'GPU!' }, fields: ['--driver-name / DRIVER_NAME'] },
+    { name: 'bad key domain', env: { KEY_DOMAIN: '-x-' }, fields: ['--key-domain / KEY_DOMAIN'] },
+    { name: 'bad annotation override', env: { SAFE_LOAD_ANNOTATION: 'a/b/c' }, fields: ['--safe-load-annotation / SAFE_LOAD_ANNOTATION'] },
+    { name: 'safe load not a boolean', env: { SAFE_LOAD_ENABLED: 'on' }, fields: ['--safe-load-enabled / SAFE_LOAD_ENABLED'] },
+    { name: 'bad timeout', env: { WAIT_TIMEOUT_SECONDS: '10s' }, fields: ['--wait-timeout-seconds / WAIT_TIMEOUT_SECONDS'] },
+    { name: 'missing kubeconfig file', env: { KUBECONFIG: '/nonexistent' }, fields: ['--kubeconfig / KUBECONFIG'] },
+    { name: 'bad pre-flight module', env: { PREFLIGHT_MODULES: 'nvidia;rm' }, fields: ['--preflight-modules / PREFLIGHT_MODULES'] },
+    { name: 'relative sysfs root', env: { SYS_MODULE_ROOT: 'sys' }, fields: ['--sys-module-root / SYS_MODULE_ROOT'] },
+    { name: 'bad log level', env: { LOG_LEVEL: 'chatty' }, fields: ['--log-level / LOG_LEVEL'] },
     { name: 'unknown flag', env: {}, args: ['--nodename=x'], fields: ['--nodename'] },
-    { name: 'several at once', env: { SAFE_LOAD_ENABLED: 'yes', LOG_LEVEL: 'x' }, args: ['--wait-timeout-seconds=-3'], fields: ['--wait-timeout-seconds', 'LOG_LEVEL', 'SAFE_LOAD_ENABLED'] },
+    { name: 'several at once', env: { SAFE_LOAD_ENABLED: 'yes', LOG_LEVEL: 'x' }, args: ['--wait-timeout-seconds=-3'], fields: ['--wait-timeout-seconds / WAIT_TIMEOUT_SECONDS', '--log-level / LOG_LEVEL', '--safe-load-enabled / SAFE_LOAD_ENABLED'] },
   ])('exits 2 on a bad config ($name), listing every problem and changing nothing', async ({ env, args, fields }) => {
     const node = await aNode();
     const gate = runGateProcess(gateEnv(node, env), args);

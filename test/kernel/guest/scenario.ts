@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import type { KernelPort, ModuleTree } from '../../../agent/kernel/kernel-port.ts';
-import type { ModuleParameters } from '../../../agent/kernel/modprobe-config.ts';
+import type { ModuleParameters } from '../../../agent/kernel/plan/modprobe-config.ts';
 import { restoreFirmwarePath } from '../../../agent/kernel/driver-firmware.ts';
 import { reloadDriver, type DriverToLoad, type ReloadDriverOptions, type ReloadResult } from '../../../agent/kernel/reload-driver.ts';
 import { unloadDriver, type DeviceUserLookup } from '../../../agent/kernel/unload-driver.ts';
 import { DriverRolloutError } from '../../../shared/errors.ts';
-import { readLoadedModule, type LoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../../shared/kmod/loaded-module.ts';
+import { readLoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
 import type { DriverState } from '../../../agent/report/driver-state.ts';
 
 /**

@@ -36,6 +36,11 @@ describe('parseCoordinatorConfig', () => {
     });
   });
 
+  it('reads the lease settings from variables too (LEASE_DURATION_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS)', () => {
+    const config = parseCoordinatorConfig([], { LEASE_DURATION_SECONDS: '4', RENEW_DEADLINE_SECONDS: '3', RETRY_PERIOD_SECONDS: '0.5' });
+    expect(config).toMatchObject({ leaseDurationSeconds: 4, renewDeadlineMs: 3_000, retryPeriodMs: 500 });
+  });
+
   it('reports every problem at once, naming the flag or variable', () => {
     const parse = (): unknown => parseCoordinatorConfig(['--metrics-port', '70000', '--log-level', 'loud', '--lease-name', 'Bad_Name'], {});
     expect(parse).toThrow(ConfigError);
@@ -51,8 +56,8 @@ describe('parseCoordinatorConfig', () => {
   });
 
   it.each([
-    { name: 'renew deadline not below the lease duration', argv: ['--lease-duration-seconds', '5', '--renew-deadline-seconds', '5'], path: '--renew-deadline-seconds' },
-    { name: 'an unknown flag', argv: ['--frobnicate'], path: 'argv' },
+    { name: 'renew deadline not below the lease duration', argv: ['--lease-duration-seconds', '5', '--renew-deadline-seconds', '5'], path: '--renew-deadline-seconds / RENEW_DEADLINE_SECONDS' },
+    { name: 'an unknown flag', argv: ['--frobnicate'], path: '--frobnicate' },
   ])('rejects $name', ({ argv, path }) => {
     expect(() => parseCoordinatorConfig(argv, {})).toThrow(expect.objectContaining({ problems: [expect.objectContaining({ path })] }) as Error);
   });

@@ -6,7 +6,7 @@ import { DRIVER_PHASES } from '../../../agent/report/driver-state.ts';
 import { DRIVER_LOADED_EVENT, NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_READY_EVENT } from '../../../agent/report/node-events.ts';
 import { REASON_CODES } from '../../../coordinator/plan/action.ts';
 import { AGENT_PROGRESS_REASONS, REBOOT_REQUIRED_REASON } from '../../../coordinator/plan/driver-failure.ts';
-import { ROLLOUT_EVENT_REASONS } from '../../../coordinator/reconcile/reconciler.ts';
+import { ROLLOUT_EVENT_REASONS } from '../../../coordinator/reconcile/reconcile-pass.ts';
 import { EXIT_CODES, SIGNAL_EXIT_CODES } from '../../../init-container/exit-codes.ts';
 import { upgradeEventReason } from '../../../shared/keys.ts';
 
@@ -85,7 +85,7 @@ add('agent/report/driver-state.ts DRIVER_PHASES', DRIVER_PHASES);
 add('agent/report/node-events.ts', [DRIVER_LOADED_EVENT, NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_READY_EVENT]);
 add('coordinator/plan/driver-failure.ts', [...AGENT_PROGRESS_REASONS, REBOOT_REQUIRED_REASON]);
 add('coordinator/plan/action.ts REASON_CODES', REASON_CODES);
-add('coordinator/reconcile/reconciler.ts ROLLOUT_EVENT_REASONS', ROLLOUT_EVENT_REASONS);
+add('coordinator/reconcile/reconcile-pass.ts ROLLOUT_EVENT_REASONS', ROLLOUT_EVENT_REASONS);
 add('shared/keys.ts upgradeEventReason (driver gpu)', [upgradeEventReason('gpu')]);
 add('init-container/exit-codes.ts', [
   ...Object.entries(EXIT_CODES).filter(([name]) => name !== 'ok').map(([, code]) => exitCodeName(code)),

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { findModulesInUse } from '../../../shared/kmod/find-module-users.ts';
 import { readLoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
 import { KernelCommandError, ModuleBusyError } from '../../../agent/kernel/kernel-errors.ts';
-import { renderModprobeOptions } from '../../../agent/kernel/modprobe-config.ts';
+import { renderModprobeOptions } from '../../../agent/kernel/plan/modprobe-config.ts';
 import { SimulatedKernel } from '../../doubles/simulated-kernel.ts';
 import { writeConfigFile } from '../../../agent/kernel/write-config-file.ts';
 import { aSampleDriver, aScratch, holdOpen, type Scratch } from '../agent/kernel/fixtures.ts';

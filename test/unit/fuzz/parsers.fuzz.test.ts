@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseModinfo } from '../../../agent/build/read-module-info.ts';
 import { parseModulesOrder } from '../../../agent/build/run-kbuild.ts';
 import { readPciDevices, SysfsUnreadableError } from '../../../agent/detect/read-pci-devices.ts';
-import { parseModprobeConfig } from '../../../agent/kernel/modprobe-config.ts';
+import { parseModprobeConfig } from '../../../agent/kernel/plan/modprobe-config.ts';
 import { parseShowDepends } from '../../../agent/kernel/real-kernel.ts';
 import { parseDriverRolloutSpec } from '../../../coordinator/policy/driver-rollout-spec.ts';
 import { compileLabelSelector, parseLabelSelector } from '../../../coordinator/policy/label-selector.ts';

@@ -82,22 +82,22 @@ describe('parseInitConfig', () => {
   });
 
   it.each<{ name: string; argv: string[]; env: Record<string, string | undefined>; problems: { path: string; message: RegExp }[] }>([
-    { name: 'missing node name', argv: [], env: anEnv({ NODE_NAME: undefined }), problems: [{ path: 'NODE_NAME (or --node-name)', message: /downward API/ }] },
-    { name: 'node name not a DNS name', argv: [], env: anEnv({ NODE_NAME: 'Node_1' }), problems: [{ path: 'NODE_NAME', message: /DNS subdomain/ }] },
-    { name: 'missing driver and annotation', argv: [], env: anEnv({ DRIVER_NAME: undefined }), problems: [{ path: 'DRIVER_NAME (or --driver-name)', message: /required unless SAFE_LOAD_ANNOTATION/ }] },
-    { name: 'driver name with capitals', argv: ['--driver-name=GPU'], env: anEnv(), problems: [{ path: '--driver-name', message: /DNS label/ }] },
-    { name: 'driver name too long for the key', argv: [], env: anEnv({ DRIVER_NAME: 'a'.repeat(30) }), problems: [{ path: 'DRIVER_NAME', message: /too long/ }] },
-    { name: 'bad key domain', argv: [], env: anEnv({ KEY_DOMAIN: 'Not A Domain' }), problems: [{ path: 'KEY_DOMAIN', message: /DNS subdomain/ }] },
-    { name: 'bad annotation key', argv: [], env: anEnv({ SAFE_LOAD_ANNOTATION: 'bad key/with space' }), problems: [{ path: 'SAFE_LOAD_ANNOTATION', message: /annotation key/ }] },
-    { name: 'safe load neither true nor false', argv: [], env: anEnv({ SAFE_LOAD_ENABLED: 'yes' }), problems: [{ path: 'SAFE_LOAD_ENABLED', message: /"true" or "false"/ }] },
-    { name: 'negative timeout', argv: [], env: anEnv({ WAIT_TIMEOUT_SECONDS: '-1' }), problems: [{ path: 'WAIT_TIMEOUT_SECONDS', message: /whole number of seconds/ }] },
-    { name: 'timeout with a unit', argv: ['--wait-timeout-seconds=5m'], env: anEnv(), problems: [{ path: '--wait-timeout-seconds', message: /whole number/ }] },
-    { name: 'timeout beyond a timer', argv: [], env: anEnv({ WAIT_TIMEOUT_SECONDS: '99999999' }), problems: [{ path: 'WAIT_TIMEOUT_SECONDS', message: /at most 2147483/ }] },
-    { name: 'unreadable kubeconfig', argv: [], env: anEnv({ KUBECONFIG: '/nonexistent/kubeconfig' }), problems: [{ path: 'KUBECONFIG', message: /cannot read kubeconfig/ }] },
-    { name: 'no credentials outside a pod', argv: [], env: anEnv({ KUBERNETES_SERVICE_HOST: undefined }), problems: [{ path: 'KUBECONFIG (or --kubeconfig)', message: /outside a pod/ }] },
-    { name: 'bad module name', argv: [], env: anEnv({ PREFLIGHT_MODULES: 'nvidia,nv/idia' }), problems: [{ path: 'PREFLIGHT_MODULES', message: /module name/ }] },
-    { name: 'relative module root', argv: [], env: anEnv({ SYS_MODULE_ROOT: 'sys/module' }), problems: [{ path: 'SYS_MODULE_ROOT', message: /absolute path/ }] },
-    { name: 'unknown log level', argv: [], env: anEnv({ LOG_LEVEL: 'verbose' }), problems: [{ path: 'LOG_LEVEL', message: /one of fatal, error/ }] },
+    { name: 'missing node name', argv: [], env: anEnv({ NODE_NAME: undefined }), problems: [{ path: '--node-name / NODE_NAME', message: /downward API/ }] },
+    { name: 'node name not a DNS name', argv: [], env: anEnv({ NODE_NAME: 'Node_1' }), problems: [{ path: '--node-name / NODE_NAME', message: /DNS subdomain/ }] },
+    { name: 'missing driver and annotation', argv: [], env: anEnv({ DRIVER_NAME: undefined }), problems: [{ path: '--driver-name / DRIVER_NAME', message: /required unless SAFE_LOAD_ANNOTATION/ }] },
+    { name: 'driver name with capitals', argv: ['--driver-name=GPU'], env: anEnv(), problems: [{ path: '--driver-name / DRIVER_NAME', message: /DNS label/ }] },
+    { name: 'driver name too long for the key', argv: [], env: anEnv({ DRIVER_NAME: 'a'.repeat(30) }), problems: [{ path: '--driver-name / DRIVER_NAME', message: /too long/ }] },
+    { name: 'bad key domain', argv: [], env: anEnv({ KEY_DOMAIN: 'Not A Domain' }), problems: [{ path: '--key-domain / KEY_DOMAIN', message: /DNS subdomain/ }] },
+    { name: 'bad annotation key', argv: [], env: anEnv({ SAFE_LOAD_ANNOTATION: 'bad key/with space' }), problems: [{ path: '--safe-load-annotation / SAFE_LOAD_ANNOTATION', message: /annotation key/ }] },
+    { name: 'safe load neither true nor false', argv: [], env: anEnv({ SAFE_LOAD_ENABLED: 'yes' }), problems: [{ path: '--safe-load-enabled / SAFE_LOAD_ENABLED', message: /"true" or "false"/ }] },
+    { name: 'negative timeout', argv: [], env: anEnv({ WAIT_TIMEOUT_SECONDS: '-1' }), problems: [{ path: '--wait-timeout-seconds / WAIT_TIMEOUT_SECONDS', message: /whole number of seconds/ }] },
+    { name: 'timeout with a unit', argv: ['--wait-timeout-seconds=5m'], env: anEnv(), problems: [{ path: '--wait-timeout-seconds / WAIT_TIMEOUT_SECONDS', message: /whole number/ }] },
+    { name: 'timeout beyond a timer', argv: [], env: anEnv({ WAIT_TIMEOUT_SECONDS: '99999999' }), problems: [{ path: '--wait-timeout-seconds / WAIT_TIMEOUT_SECONDS', message: /at most 2147483/ }] },
+    { name: 'unreadable kubeconfig', argv: [], env: anEnv({ KUBECONFIG: '/nonexistent/kubeconfig' }), problems: [{ path: '--kubeconfig / KUBECONFIG', message: /cannot read kubeconfig/ }] },
+    { name: 'no credentials outside a pod', argv: [], env: anEnv({ KUBERNETES_SERVICE_HOST: undefined }), problems: [{ path: '--kubeconfig / KUBECONFIG', message: /outside a pod/ }] },
+    { name: 'bad module name', argv: [], env: anEnv({ PREFLIGHT_MODULES: 'nvidia,nv/idia' }), problems: [{ path: '--preflight-modules / PREFLIGHT_MODULES', message: /module name/ }] },
+    { name: 'relative module root', argv: [], env: anEnv({ SYS_MODULE_ROOT: 'sys/module' }), problems: [{ path: '--sys-module-root / SYS_MODULE_ROOT', message: /absolute path/ }] },
+    { name: 'unknown log level', argv: [], env: anEnv({ LOG_LEVEL: 'verbose' }), problems: [{ path: '--log-level / LOG_LEVEL', message: /one of fatal, error/ }] },
     { name: 'unknown flag', argv: ['--node=x'], env: anEnv(), problems: [{ path: '--node', message: /unknown flag/ }] },
     { name: 'flag without value', argv: ['--node-name'], env: anEnv(), problems: [{ path: '--node-name', message: /needs a value/ }] },
     { name: 'positional argument', argv: ['wait'], env: anEnv(), problems: [{ path: 'wait', message: /unexpected argument/ }] },
@@ -119,7 +119,7 @@ describe('parseInitConfig', () => {
       LOG_LEVEL: 'loud',
     });
     expect(found.map((p) => p.path).sort()).toEqual(
-      ['--bogus', 'DRIVER_NAME', 'LOG_LEVEL', 'NODE_NAME (or --node-name)', 'SAFE_LOAD_ENABLED', 'WAIT_TIMEOUT_SECONDS'].sort(),
+      ['--bogus', '--driver-name / DRIVER_NAME', '--log-level / LOG_LEVEL', '--node-name / NODE_NAME', '--safe-load-enabled / SAFE_LOAD_ENABLED', '--wait-timeout-seconds / WAIT_TIMEOUT_SECONDS'].sort(),
     );
   });
 

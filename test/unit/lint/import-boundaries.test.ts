@@ -24,6 +24,18 @@ describe('boundaryViolation (the rule, case by case)', () => {
     { file: 'coordinator/execute/x.ts', specifier: '../../test/doubles/in-memory-cluster-writer.ts' },
     { file: 'shared/x.ts', specifier: '../test/bed/control-plane.ts' },
     { file: 'agent/x.ts', specifier: '../demo/process-kubelet.ts' },
+    { file: 'agent/kernel/plan/load-plan.ts', specifier: '../../../shared/kmod/read-loaded-module.ts' },
+    { file: 'agent/kernel/plan/decide-reload.ts', specifier: '../reload-driver.ts' },
+    { file: 'shared/keys.ts', specifier: './logger.ts' },
+    { file: 'shared/backoff.ts', specifier: 'node:timers/promises' },
+    { file: 'coordinator/policy/label-selector.ts', specifier: '@kubernetes/client-node' },
+    { file: 'coordinator/policy/driver-rollout-spec.ts', specifier: '../cluster/build-snapshot.ts' },
+    { file: 'agent/teardown/plan-device-teardown.ts', specifier: 'node:perf_hooks' },
+    { file: 'agent/detect/device-selector.ts', specifier: 'undici' },
+    { file: 'cli/render-status.ts', specifier: '../coordinator/reconcile/reconciler.ts' },
+    { file: 'cli/run-cli.ts', specifier: '../agent/config/agent-config.ts' },
+    { file: 'agent/run-agent.ts', specifier: '../cli/rollout-view.ts' },
+    { file: 'coordinator/main.ts', specifier: '../cli/render-status.ts' },
   ])('refuses $specifier in $file', ({ file, specifier }) => {
     expect(boundaryViolation(file, specifier)).toMatch(/must not import/);
   });
@@ -41,6 +53,13 @@ describe('boundaryViolation (the rule, case by case)', () => {
     { file: 'demo/x.ts', specifier: '../test/doubles/simulated-agent-main.ts' },
     { file: 'bench/x.ts', specifier: '../test/unit/coordinator/plan/fixtures.ts' },
     { file: 'test/doubles/x.ts', specifier: '../../agent/assemble-agent.ts' },
+    { file: 'agent/kernel/plan/load-plan.ts', specifier: '../../../shared/kmod/loaded-module.ts' },
+    { file: 'agent/kernel/plan/find-failed-module.ts', specifier: '../kernel-port.ts' },
+    { file: 'coordinator/policy/driver-rollout-spec.ts', specifier: 'zod' },
+    { file: 'coordinator/policy/driver-rollout-spec.ts', specifier: '../../shared/errors.ts' },
+    { file: 'agent/kernel/reload-driver.ts', specifier: '../../shared/kmod/read-loaded-module.ts' },
+    { file: 'cli/read-cluster.ts', specifier: '../coordinator/policy/driver-rollout-spec.ts' },
+    { file: 'cli/run-cli.ts', specifier: '../shared/kube/api-error.ts' },
   ])('allows $specifier in $file', ({ file, specifier }) => {
     expect(boundaryViolation(file, specifier)).toBeUndefined();
   });

@@ -69,6 +69,6 @@ describe('backoffDelay without jitter (API writers, informer restarts)', () => {
 
   it('uses the given factor, and treats a negative retry as the first', () => {
     const policy: BackoffPolicy = { initialMs: 100, maxMs: 10_000, factor: 3 };
-    expect([-1, 0, 1, 2].map((n) => backoffDelay(n, policy))).toEqual([100, 100, 300, 900]);
+    expect([-1, 0, 1, 2].map((n) => backoffDelay(n, policy, () => 0.5))).toEqual([100, 100, 300, 900]);
   });
 });

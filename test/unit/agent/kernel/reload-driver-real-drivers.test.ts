@@ -1,5 +1,5 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   DriverRolledBackError,
@@ -10,7 +10,7 @@ import {
 } from '../../../../agent/kernel/kernel-errors.ts';
 import type { ModuleFile, ModuleTree } from '../../../../agent/kernel/kernel-port.ts';
 import { readLastGoodDriver } from '../../../../agent/kernel/last-good-driver.ts';
-import { LOAD_PLANS } from '../../../../agent/kernel/load-plan.ts';
+import { LOAD_PLANS } from '../../../../agent/kernel/plan/load-plan.ts';
 import { reloadDriver, type DriverToLoad, type ReloadDriverOptions } from '../../../../agent/kernel/reload-driver.ts';
 import { SimulatedKernel } from '../../../doubles/simulated-kernel.ts';
 import { silentLogger } from '../build/sample-driver.ts';
@@ -147,6 +147,14 @@ describe('reloadDriver for real drivers (simulated kernel: what the QEMU guest s
     expect((await kernel.readModule('nvidia'))?.srcversion).toBe(fakeSrcversion('nvidia', '580.142'));
     // The record still names the driver that runs.
     expect((await readLastGoodDriver(options().lastGoodFile ?? ''))?.version).toBe('580.142');
+  });
+
+  it('an unreadable last good record leaves nothing to roll back to: the load goes on, and a good record replaces it', async () => {
+    const file = options().lastGoodFile ?? '';
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, '{"driver": "gpu", "version": 580');
+    await reloadDriver(kernel, anNvidiaDriver('580.142'), nvidia());
+    expect((await readLastGoodDriver(file))?.version).toBe('580.142');
   });
 
   it('does not roll back a driver it did not load itself (no matching record): the failure stands', async () => {

@@ -1,5 +1,5 @@
 /**
- * The restart-only path (coordinator/plan/restart-only.ts), in the style of transitions.test.ts:
+ * The restart-only path (coordinator/plan/restart-only.ts), in the style of the transition tables (states/transition-cases.ts):
  * one case per situation, what the plan does to node n1, why it waits, which annotations it writes.
  */
 import { describe, expect, it } from 'vitest';

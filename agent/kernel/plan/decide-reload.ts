@@ -1,6 +1,6 @@
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
+import type { LoadedModule } from '../../../shared/kmod/loaded-module.ts';
 import type { ModuleParameters } from './modprobe-config.ts';
-import type { ModuleFile } from './kernel-port.ts';
+import type { ModuleFile } from '../kernel-port.ts';
 
 export type ReloadDecision =
   /** The built modules are what is loaded: nothing to do. */

@@ -1,4 +1,4 @@
-import { ConfigError, type ConfigProblem } from '../../shared/errors.ts';
+import { ConfigError, type ConfigProblem } from '../../../shared/errors.ts';
 
 /** Module parameters by module name, then parameter name (values as modprobe takes them). */
 export type ModuleParameters = Readonly<Record<string, Readonly<Record<string, string>>>>;

@@ -1,6 +1,6 @@
-import type { ConfigProblem } from '../../shared/errors.ts';
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
-import type { ModuleFile } from './kernel-port.ts';
+import type { ConfigProblem } from '../../../shared/errors.ts';
+import { sysfsModuleName } from '../../../shared/kmod/loaded-module.ts';
+import type { ModuleFile } from '../kernel-port.ts';
 import type { ModuleParameters } from './modprobe-config.ts';
 
 /**

@@ -1,6 +1,6 @@
-import { findModulesInUse, type ModuleInUse } from '../../shared/kmod/find-module-users.ts';
-import type { LoadedModule } from '../../shared/kmod/read-loaded-module.ts';
-import { DriverRolloutError } from '../../shared/errors.ts';
+import { findModulesInUse, type ModuleInUse } from '../../../shared/kmod/find-module-users.ts';
+import type { LoadedModule } from '../../../shared/kmod/loaded-module.ts';
+import { DriverRolloutError } from '../../../shared/errors.ts';
 
 export type UnloadPlan =
   /** Unload in this order: every module after all of its holders. */

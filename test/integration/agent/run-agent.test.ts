@@ -17,14 +17,16 @@ import { runAgent } from '../../../agent/run-agent.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { createLogger } from '../../../shared/logger.ts';
 import { aNicOnlyNode, aNouveauNode, type SysfsTree } from '../../fixtures/sysfs/sysfs-tree.ts';
-import { writeSampleDriverSource } from './agent-fixtures.ts';
-import { installedHeadersKernel } from './build/sample-driver.ts';
-import { holdOpen } from './kernel/fixtures.ts';
+import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
+import { installedHeadersKernel } from '../../unit/agent/build/sample-driver.ts';
+import { holdOpen } from '../../unit/agent/kernel/fixtures.ts';
 
 // The flow with its real parts: detection on a fixture sysfs tree, a real kbuild of the sample
 // driver (compiled once, then from the module cache), the real node lock, and the simulated
 // kernel standing in for the node's (this machine's kernel must not be touched). No API server:
-// the reporter's local views (state, ready file) are what these tests read.
+// the reporter's local views (state, ready file) are what these tests read. An integration test
+// for its real compiler, processes and waits for reported states in real time; the unit project
+// holds the flow's parts (test/unit/agent/).
 
 const kernel = installedHeadersKernel();
 const log = createLogger('test', 'silent');

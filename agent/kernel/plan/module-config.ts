@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { ModuleParameters } from './modprobe-config.ts';
 
 /**
  * Module parameters from a ConfigMap mounted as a directory, one `<module>.conf` file per module
  * (the GPU Operator's `kernelModuleConfig` convention): `name=value` items separated by white
  * space or new lines, `#` to the end of a line a comment. `nvidia-uvm.conf` configures
- * `nvidia_uvm`. The chart puts the checksum of the same files (moduleConfigSha256) into the pod
+ * `nvidia_uvm`. The chart puts the checksum of the same files (module-config-sha256.ts) into the pod
  * template, so an edit is a new driver identity and rolls out like any other change; the agent
  * refuses files that do not match the checksum its template names. Pure.
  */
@@ -50,16 +49,6 @@ export function parseModuleConfig(files: readonly ModuleConfigFile[]): ParsedMod
     }
   }
   return { parameters, problems };
-}
-
-/**
- * SHA-256 (hex) of `<name>=<base64 of content>;` over the files sorted by name: what the chart
- * computes from the same data with `b64enc` and `sha256sum`, so the two agree byte for byte.
- */
-export function moduleConfigSha256(files: readonly ModuleConfigFile[]): string {
-  const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const text = sorted.map((f) => `${f.name}=${Buffer.from(f.content, 'utf8').toString('base64')};`).join('');
-  return createHash('sha256').update(text).digest('hex');
 }
 
 /** `extra` over `base`, parameter by parameter: a file's value wins over MODULE_PARAMETERS'. */

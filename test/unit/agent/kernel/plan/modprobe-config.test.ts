@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../../shared/errors.ts';
-import { parseModprobeConfig, renderBlacklist, renderModprobeOptions } from '../../../../agent/kernel/modprobe-config.ts';
+import { ConfigError } from '../../../../../shared/errors.ts';
+import { parseModprobeConfig, renderBlacklist, renderModprobeOptions } from '../../../../../agent/kernel/plan/modprobe-config.ts';
 
 describe('modprobe.d files', () => {
   it('renders options lines, quoting values with blanks', () => {

@@ -1,4 +1,4 @@
-import { sysfsModuleName } from '../../shared/kmod/read-loaded-module.ts';
+import { sysfsModuleName } from '../../../shared/kmod/loaded-module.ts';
 
 /**
  * How one kind of driver is loaded beyond "modprobe every module": what the vendors' own

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { LoadedModule } from '../../../../shared/kmod/read-loaded-module.ts';
-import { planUnload } from '../../../../agent/kernel/plan-unload.ts';
+import type { LoadedModule } from '../../../../../shared/kmod/loaded-module.ts';
+import { planUnload } from '../../../../../agent/kernel/plan/plan-unload.ts';
 
 function aModule(name: string, refcnt: number, holders: string[] = []): LoadedModule {
   return { name, refcnt, holders, srcversion: undefined, version: undefined, parameters: {} };

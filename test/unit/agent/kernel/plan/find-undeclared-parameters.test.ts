@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { findUndeclaredParameters } from '../../../../agent/kernel/find-undeclared-parameters.ts';
-import type { ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
-import type { ModuleParameters } from '../../../../agent/kernel/modprobe-config.ts';
+import { findUndeclaredParameters } from '../../../../../agent/kernel/plan/find-undeclared-parameters.ts';
+import type { ModuleFile } from '../../../../../agent/kernel/kernel-port.ts';
+import type { ModuleParameters } from '../../../../../agent/kernel/plan/modprobe-config.ts';
 
 function aModule(name: string, parameters: readonly string[] | undefined): ModuleFile {
   return { name, path: `/cache/${name}.ko`, srcversion: undefined, version: undefined, dependsOn: [], parameters };

@@ -1,4 +1,4 @@
-import type { LoadStep, ModuleFile } from './kernel-port.ts';
+import type { LoadStep, ModuleFile } from '../kernel-port.ts';
 
 /**
  * Dependencies (from modinfo) of the modules modprobe will insert that nothing provides: not in

@@ -1,4 +1,4 @@
-import type { LoadStep } from './kernel-port.ts';
+import type { LoadStep } from '../kernel-port.ts';
 
 /**
  * Pure: the module modprobe stopped at. modprobe inserts `loadOrder` in order and stops at the
