@@ -17,7 +17,7 @@ step); docs/presets.md lists what each supports.
   "autoUpgrade" true
   "maxParallelUpgrades" 1
   "maxUnavailable" "25%"
-  "podDeletion" (dict "timeoutSeconds" 300 "resourcePrefixes" (list "nvidia.com/gpu" "nvidia.com/mig-"))
+  "podDeletion" (dict "enable" true "timeoutSeconds" 300 "resourcePrefixes" (list "nvidia.com/gpu" "nvidia.com/mig-"))
   "drain" (dict "enable" false "timeoutSeconds" 300)
 -}}
 {{- $nicPolicy := dict

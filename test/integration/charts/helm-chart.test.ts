@@ -67,7 +67,7 @@ describe('the Helm chart', () => {
   it('refuses values its schema forbids, naming the field', async () => {
     await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[0].pciVendor=nvidia'])).rejects.toThrow(/pciVendor/);
     await expect(run(helm, ['template', 'x', CHART, '--set', 'coordinator.replica=3'])).rejects.toThrow(/replica/);
-    await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[1].source.url=https://example.invalid/ofed.tgz'])).rejects.toThrow(/source/);
+    await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[1].preset=nvidia-580'])).rejects.toThrow(/preset/);
   });
 
   it('renders a ServiceMonitor and a PrometheusRule (stuck, node failed, halted) only when asked', async () => {
@@ -124,10 +124,10 @@ describe('the Helm chart', () => {
         return listed.length > 0 && listed.every((p) => p.spec?.nodeName) ? listed : undefined;
       });
       expect(pods.map((p) => p.spec?.nodeName)).toEqual([gpuNode]);
-      const nic = await apps.readNamespacedDaemonSet({ name: `${release}-driver-rollout-ofed`, namespace: ns.name });
+      const nic = await apps.readNamespacedDaemonSet({ name: `${release}-driver-rollout-nic`, namespace: ns.name });
       expect(nic.status?.desiredNumberScheduled ?? 0).toBe(0);
       const rollouts = (await kc.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: 'driverrollout.io', version: 'v1alpha1', namespace: ns.name, plural: 'driverrollouts' })) as { items: KubernetesObject[] };
-      expect(rollouts.items.map((r) => r.metadata?.name).sort()).toEqual([`${release}-driver-rollout-gpu`, `${release}-driver-rollout-ofed`]);
+      expect(rollouts.items.map((r) => r.metadata?.name).sort()).toEqual([`${release}-driver-rollout-gpu`, `${release}-driver-rollout-nic`]);
     } finally {
       await run(kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, 'delete', '--ignore-not-found', '--wait=false', '-f', file]);
       await rm(join(file, '..'), { recursive: true, force: true });

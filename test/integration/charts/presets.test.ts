@@ -132,7 +132,7 @@ describe('the chart presets', () => {
     ['a driver that blacklists its own module', { name: 'gpu', preset: 'nvidia', moduleBlacklist: ['nouveau', 'nvidia'] }, 'drivers[gpu].moduleBlacklist: nvidia is also in drivers[gpu].modules'],
     ['a parameter set twice', { name: 'gpu', preset: 'nvidia', moduleParameters: ['nvidia.NVreg_EnableGpuFirmware=0'], moduleConfig: { 'nvidia.conf': 'NVreg_EnableGpuFirmware=1' } }, 'drivers[gpu].moduleConfig[nvidia.conf]: nvidia.NVreg_EnableGpuFirmware is also set in drivers[gpu].moduleParameters'],
     ['a module config item that is not parameter=value', { name: 'gpu', preset: 'nvidia', moduleConfig: { 'nvidia.conf': 'NVreg_EnableGpuFirmware' } }, 'drivers[gpu].moduleConfig[nvidia.conf]: "NVreg_EnableGpuFirmware" is not parameter=value'],
-    ['a kernel named by two flavours', { name: 'gpu', preset: 'nvidia', kernelFlavours: [{ preset: 'nvidia-open', kernels: ['k1'] }, { preset: 'custom', kernels: ['k1'] }] }, 'is named by two flavours'],
+    ['a kernel named by two flavours', { name: 'gpu', preset: 'nvidia', kernelFlavours: [{ preset: 'nvidia-open', kernels: ['6.1.0-50-amd64'] }, { preset: 'custom', kernels: ['6.1.0-50-amd64'] }] }, 'is named by two flavours'],
     ['a flavour with the entry\'s own preset', { name: 'gpu', preset: 'nvidia', kernelFlavours: [{ preset: 'nvidia', kernels: ['6.1.0-50-amd64'] }] }, 'drivers[gpu].kernelFlavours[0].preset: "nvidia" is the entry\'s own preset'],
     ['an unknown preset', { name: 'gpu', preset: 'nvidia-580' }, 'preset'],
   ])('refuses %s, naming the value', async (_case, driver, message) => {
