@@ -137,11 +137,14 @@ function holdForDeviceUsers(node: NodeContext, ctx: StepContext, timer: Timer): 
   return stopDeviceClients(node, ctx);
 }
 
-/** The current driver pod is Ready: on to validation or uncordon; a restart only is done (nothing was cordoned or paused; an admin's cordon stays). */
+/**
+ * The current driver pod is Ready: on to validation (passed in the same write when validation is
+ * off, as every state of the seed documents' flow); a restart only is done (nothing was cordoned
+ * or paused; an admin's cordon stays).
+ */
 function finish(node: NodeContext, ctx: StepContext, restartOnly: boolean, actions: readonly NodeAction[]): StepResult {
   if (restartOnly) return { kind: 'advance', to: 'upgrade-done', actions, chain: false, after: cycleClosingRemovals(node.view.annotations, node.view.snapshot.name, ctx.policy.keys) };
-  const next = ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required';
-  return advance(next, true, [...actions, ...restoreDeviceClients(node, ctx)]);
+  return advance('validation-required', true, [...actions, ...restoreDeviceClients(node, ctx)]);
 }
 
 /**

@@ -70,7 +70,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'safe-load annotation with a current pod → upgrade-required, cordoned, the load released, uncordoned',
       node: aNode('n1').waitingForSafeLoad(),
-      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'clearSafeLoad', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'clearSafeLoad', 'state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     },
     { name: 'no driver pod → waits', node: aNode('n1').withoutDriverPod(), effects: [], reason: 'no-driver-pod' },
   ],
@@ -85,7 +85,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'upgrade-requested annotation → upgrade-required; the annotation is consumed at the start',
       node: aNode('n1').inState('upgrade-done').annotated({ [KEYS.upgradeRequested]: 'true' }),
-      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+      effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
       annotations: { [KEYS.upgradeRequested]: null },
     },
     {
@@ -495,9 +495,9 @@ const cases: Record<string, readonly Case[]> = {
       reason: 'upgrade-failed',
     },
     {
-      name: 'new pod Ready, no validation → uncordon-required → upgrade-done',
+      name: 'new pod Ready, no validation → validation-required (passed) → uncordon-required → upgrade-done',
       node: aNode('n1').inState('pod-restart-required').cordoned(),
-      effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+      effects: ['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     },
     {
       name: 'new pod Ready, validation configured → validation-required',
@@ -590,7 +590,7 @@ const cases: Record<string, readonly Case[]> = {
     {
       name: 'Ready after a failure → moves on; both timers are removed',
       node: aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.podRestartStartTime]: secondsAgo(300), [KEYS.driverFailingSince]: secondsAgo(100) }),
-      effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+      effects: ['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
       annotations: { [KEYS.podRestartStartTime]: null, [KEYS.driverFailingSince]: null },
     },
     {
@@ -849,7 +849,7 @@ cases['pod-restart-required: device clients'] = [
   {
     name: 'new driver Ready → previous label values restored, the record removed',
     node: aNode('n1').inState('pod-restart-required').cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade', [DCGM]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true', [DCGM]: 'false' }) }),
-    effects: [`label:${PLUGIN}=true`, `label:${DCGM}=false`, 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    effects: [`label:${PLUGIN}=true`, `label:${DCGM}=false`, 'state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     annotations: { [KEYS.pausedOperands]: null },
   },
   {
@@ -1057,7 +1057,7 @@ describe('device clients recreated by their DaemonSet', () => {
   it('the record goes with the step when the new driver is Ready', () => {
     const node = aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(60), [KEYS.clientsRecreated]: 'work/exporter', [KEYS.clientsStopped]: 'work/exporter-a' }).with(replacement());
     const plan = planAt(aCluster([node]), aPolicy(CLIENTS));
-    expect(effectsOf(plan, 'n1')).toEqual(['state:uncordon-required', 'uncordon', 'state:upgrade-done']);
+    expect(effectsOf(plan, 'n1')).toEqual(['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done']);
     expect(annotationWrites(plan, 'n1')[KEYS.clientsRecreated]).toBeNull();
     expect(annotationWrites(plan, 'n1')[KEYS.clientsStopped]).toBeNull();
   });
