@@ -178,6 +178,7 @@ export type ReasonCode =
   | 'waiting-for-driver-pod'
   | 'driver-failing'
   | 'device-in-use'
+  | 'load-order'
   | 'waiting-for-clients'
   | 'waiting-for-validation'
   | 'node-not-ready'

@@ -85,6 +85,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     revisions: new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash])),
     fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
     pdbsByNamespace: indexPdbs(snapshot.pdbs),
+    dependents: snapshot.dependents ?? [],
   };
   // Budgets from the snapshot as it is, before this pass changes anything: counted as the records are made.
   const budgets = createBudgets(policy);
@@ -119,6 +120,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     revisions: ctx.revisions,
     fingerprints: ctx.fingerprints,
     pdbsByNamespace: ctx.pdbsByNamespace,
+    dependents: ctx.dependents,
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,

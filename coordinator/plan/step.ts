@@ -20,6 +20,8 @@ export interface StepContext {
   /** DaemonSet name → the driver its newest template loads (DaemonSetSnapshot.templateFingerprint); null when unknown. */
   readonly fingerprints: ReadonlyMap<string, string | null>;
   readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
+  /** ClusterSnapshot.dependents: drivers that load after this one. */
+  readonly dependents: readonly string[];
 }
 
 export interface NodeContext {

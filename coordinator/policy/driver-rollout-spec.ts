@@ -211,17 +211,26 @@ const upgradePolicySchema = z.object({
     .prefault({}),
 });
 
+const driverNameSchema = z
+  .string()
+  .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
+  .regex(DRIVER_NAME_PATTERN, 'must be a DNS label starting with a letter (e.g. "gpu", "ofed")');
+
 export const driverRolloutSpecSchema = z.object({
-  driverName: z
-    .string()
-    .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
-    .regex(DRIVER_NAME_PATTERN, 'must be a DNS label starting with a letter (e.g. "gpu", "ofed")'),
+  driverName: driverNameSchema,
   keyDomain: z.string().max(253).regex(DNS_SUBDOMAIN_PATTERN, 'must be a DNS subdomain').default(DEFAULT_KEY_DOMAIN),
   /** Selects the driver DaemonSet(s) in the DriverRollout's namespace; must not be empty. */
   selector: labelSelectorSchema.refine(isNonEmptySelector, 'must select the driver DaemonSet(s): an empty selector would select every DaemonSet'),
   upgradePolicy: upgradePolicySchema.prefault({}),
   /** Upgrade failures (nodes in upgrade-failed, all pools) at which the rollout halts. Absent: never halts. */
   maxFailedNodes: z.int().min(1).optional(),
+  /**
+   * The drivers (their driverName, in this rollout's keyDomain) this one loads after on a node
+   * they share, e.g. `[ofed]` for gpu: nvidia_peermem links against the NIC stack and holds
+   * ib_core. On a node both upgrade, this driver is stopped before those reload and loaded only
+   * once they have (coordinator/plan/load-order.ts).
+   */
+  loadsAfter: z.array(driverNameSchema).max(8).optional(),
   /** Node label ordering nodes: lower numbers first, then other values in string order, unlabelled last. */
   priorityLabel: z.string().refine(isLabelKey, 'must be a label key').optional(),
   pools: z
@@ -234,6 +243,10 @@ export const driverRolloutSpecSchema = z.object({
         seen.add(p.name);
       }
     }),
+}).superRefine((spec, ctx) => {
+  for (const [i, driver] of (spec.loadsAfter ?? []).entries()) {
+    if (driver === spec.driverName) ctx.addIssue({ code: 'custom', path: ['loadsAfter', i], message: 'a driver cannot load after itself' });
+  }
 });
 
 /** The spec as written, with defaults applied. */
@@ -288,6 +301,8 @@ export interface DriverRolloutPolicy {
   readonly podRestart: { readonly timeoutSeconds: number; readonly failAfterSeconds: number };
   readonly clients: { readonly operandLabels: readonly string[]; readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   readonly validation: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
+  /** Drivers (their names, in keyDomain) this one loads after on a node they share; empty: none. */
+  readonly loadsAfter: readonly string[];
   /** null: never halts. */
   readonly maxFailedNodes: number | null;
   readonly priorityLabel: string | null;
@@ -378,6 +393,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       podSelector: optionalSelector('spec.upgradePolicy.validation.podSelector', up.validation.podSelector),
       timeoutSeconds: up.validation.timeoutSeconds,
     },
+    loadsAfter: spec.loadsAfter ?? [],
     maxFailedNodes: spec.maxFailedNodes ?? null,
     priorityLabel: spec.priorityLabel ?? null,
     pools,

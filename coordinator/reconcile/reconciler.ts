@@ -18,6 +18,7 @@ import { isSameJson, newlyTrue, stampConditions, toStoredStatus } from '../statu
 import { withTimeout } from '../with-timeout.ts';
 import { DeletedPods } from './deleted-pods.ts';
 import { EvictionMemory } from './eviction-memory.ts';
+import { dependentDrivers } from '../policy/dependent-drivers.ts';
 import { KnownRollouts } from './known-rollouts.ts';
 import { PodRelevance } from './pod-relevance.ts';
 import { RolloutStatusWriter } from './rollout-status-writer.ts';
@@ -113,12 +114,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
   };
 
-  const reconcileValid = (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, signal: AbortSignal): number | null => {
+  const reconcileValid = (rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, dependents: readonly string[], signal: AbortSignal): number | null => {
     const nowMs = now();
     // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
     // whose start is not answered yet counts as started, so its slot is never handed out twice.
     const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: writtenNodes.byName, evictionBlocked: evictions.byPodUid, deletedPods: deletedPods.byUid });
-    const snapshot = applyActions(cached, inFlight.raisingActions());
+    const snapshot = applyActions(dependents.length === 0 ? cached : { ...cached, dependents }, inFlight.raisingActions());
     for (const n of snapshot.nodes) relevance.collect(n.name);
     const plan = deps.plan(snapshot, policy, nowMs);
     const hooks: ExecuteHooks = {
@@ -200,6 +201,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       const result = specs.parse(r);
       return result.ok ? [claimOf(r, result.policy, deps.caches)] : [];
     }));
+    // Which drivers load after which (loadsAfter), across every rollout: each planner holds its
+    // driver's restart for the drivers that load after it (plan/load-order.ts).
+    const dependents = dependentDrivers(rollouts.flatMap((r) => {
+      const result = specs.parse(r);
+      return result.ok ? [result.policy] : [];
+    }));
     for (const rollout of rollouts) {
       if (signal.aborted) return;
       const ref: RolloutRef = {
@@ -213,7 +220,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         const conflict = conflicts.get(`${ref.namespace}/${ref.name}`);
         if (!result.ok) await reconcileInvalid(rollout, ref, result);
         else if (conflict !== undefined) await reconcileInvalid(rollout, ref, { ok: false, problems: conflict });
-        else nextWakeAt = minOf(nextWakeAt, reconcileValid(rollout, ref, result.policy, signal));
+        else nextWakeAt = minOf(nextWakeAt, reconcileValid(rollout, ref, result.policy, dependents.get(`${result.policy.keyDomain}/${result.policy.driverName}`) ?? [], signal));
       } catch (error) {
         log.error({ rollout: `${ref.namespace}/${ref.name}`, err: toError(error) }, 'reconcile failed; retrying');
         nextWakeAt = minOf(nextWakeAt, now() + 1_000);
