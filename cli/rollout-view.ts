@@ -9,7 +9,12 @@ export interface NodeView {
   readonly state: UpgradeState;
   /** Seconds in the current state (from the coordinator's state-start-time annotation); null when unknown. */
   readonly secondsInState: number | null;
-  /** Why the node is not moving (the coordinator's reason annotation, else the rollout status). */
+  /**
+   * Why the node is not moving: the coordinator's reason annotation, else the rollout status's
+   * entry for the node if it names the state the node is in now (the status is written at most
+   * once a second and may trail the node). '' for a node in upgrade-done: it waits for nothing,
+   * and no reason left from an earlier state is shown.
+   */
   readonly reason: string;
   /** Driver version loaded on the node (the agent's label); null when none is loaded. */
   readonly driverVersion: string | null;
@@ -54,7 +59,7 @@ export interface RolloutObject {
     readonly paused?: boolean;
     readonly halted?: boolean;
     readonly nodes?: { readonly total?: number; readonly done?: number; readonly failed?: number; readonly inProgress?: number };
-    readonly waiting?: readonly { readonly node?: string; readonly reason?: string }[];
+    readonly waiting?: readonly { readonly node?: string; readonly state?: string; readonly reason?: string }[];
     readonly conditions?: readonly { readonly type?: string; readonly status?: string; readonly message?: string }[];
   };
 }
@@ -84,13 +89,18 @@ function buildRolloutView(rollout: RolloutObject, snapshot: ClusterSnapshot, now
   const keys = driverKeys(driver, keyDomain);
   const namespace = rollout.metadata?.namespace ?? '';
   const podsByNode = driverPodsByNode(snapshot, namespace, snapshot.daemonSetUids.get(rollout.metadata?.uid ?? '') ?? new Set<string>());
-  const waiting = new Map((rollout.status?.waiting ?? []).map((w) => [w.node ?? '', w.reason ?? '']));
+  const waiting = new Map((rollout.status?.waiting ?? []).map((w) => [w.node ?? '', { state: w.state ?? '', reason: w.reason ?? '' }]));
   const pools = compilePools(rollout);
   const nodes = snapshot.nodes
     .filter((n) => n.metadata?.labels?.[keys.upgradeState] !== undefined || podsByNode.has(n.metadata?.name ?? ''))
     .map((n) => nodeView(n, { keys, pools, waiting, pod: podsByNode.get(n.metadata?.name ?? ''), nowMs }))
     .sort((a, b) => a.pool.localeCompare(b.pool) || a.name.localeCompare(b.name));
   return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), nodes };
+}
+
+function reasonOf(state: UpgradeState, annotated: string | undefined, listed: { readonly state: string; readonly reason: string } | undefined): string {
+  if (state === 'upgrade-done') return '';
+  return annotated ?? (listed?.state === state ? listed.reason : '');
 }
 
 function driverPodsByNode(snapshot: ClusterSnapshot, namespace: string, dsUids: ReadonlySet<string>): Map<string, V1Pod> {
@@ -106,7 +116,7 @@ function driverPodsByNode(snapshot: ClusterSnapshot, namespace: string, dsUids: 
 interface NodeContext {
   readonly keys: DriverKeys;
   readonly pools: readonly CompiledPool[];
-  readonly waiting: ReadonlyMap<string, string>;
+  readonly waiting: ReadonlyMap<string, { readonly state: string; readonly reason: string }>;
   readonly pod: V1Pod | undefined;
   readonly nowMs: number;
 }
@@ -117,15 +127,16 @@ function nodeView(n: V1Node, ctx: NodeContext): NodeView {
   const labels = n.metadata?.labels ?? {};
   const annotations = n.metadata?.annotations ?? {};
   const stateLabel = labels[keys.upgradeState] ?? 'unknown';
+  const state = isUpgradeState(stateLabel) ? stateLabel : 'unknown';
   const since = Number(annotations[keys.stateStartTime]);
   // A Ready driver pod has every readiness gate True, the agent's driver-ready condition among them.
   const podReady = ctx.pod?.status?.conditions?.find((c) => c.type === 'Ready');
   return {
     name,
     pool: poolOf(ctx.pools, labels),
-    state: isUpgradeState(stateLabel) ? stateLabel : 'unknown',
+    state,
     secondsInState: Number.isFinite(since) && since > 0 ? Math.max(0, Math.round(ctx.nowMs / 1000 - since)) : null,
-    reason: annotations[keys.upgradeReason] ?? ctx.waiting.get(name) ?? '',
+    reason: reasonOf(state, annotations[keys.upgradeReason], ctx.waiting.get(name)),
     driverVersion: labels[keys.driverVersion] ?? null,
     driverReady: podReady === undefined ? labels[keys.driverReady] === 'true' : podReady.status === 'True',
     cordoned: n.spec?.unschedulable === true,

@@ -1,7 +1,7 @@
 /**
  * The kinds of device a driver serves, and the kind a driver's name implies. The agent uses it
  * to pick the PCI functions to detect (agent/detect/device-selector.ts); the coordinator to pick
- * the resource names of the pods that use the device (coordinator/policy/device-resource-prefixes.ts).
+ * the resource names of the pods that use the device (coordinator/policy/driver-defaults.ts).
  */
 export const DEVICE_KINDS = ['gpu', 'nic'] as const;
 export type DeviceKind = (typeof DEVICE_KINDS)[number];

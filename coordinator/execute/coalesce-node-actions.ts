@@ -1,6 +1,6 @@
-import type { NodeAction, NodeObjectAction } from '../plan/action.ts';
+import type { NodeAction, NodeObjectAction, SetStateAction } from '../plan/action.ts';
 import { isNodeObjectAction } from '../plan/node-patch.ts';
-import type { UpgradeState } from '../../shared/keys.ts';
+import { statePathMessage } from '../plan/state-label-message.ts';
 
 /**
  * A node's action list as the executor runs it: every node-object action up to the next pod
@@ -16,7 +16,9 @@ import type { UpgradeState } from '../../shared/keys.ts';
  * An Event that reports a state label ("Successfully updated node state label to [X]",
  * `reportsState`) is sent only for the state the patch stores: a state entered and left within
  * one patch (upgrade-required on the way to cordon-required, uncordon-required on the way to
- * upgrade-done) is never stored, so saying it was would be untrue, and it would cost a write.
+ * upgrade-done) is never stored, so saying it was would be untrue, and it would cost a write. The
+ * Event of the state stored names instead every state the patch passed, in order
+ * (statePathMessage): no write more, and every state a node went through is on record.
  */
 export function coalesceNodeActions(actions: readonly NodeAction[]): ActionGroup[] {
   const groups: ActionGroup[] = [];
@@ -24,8 +26,12 @@ export function coalesceNodeActions(actions: readonly NodeAction[]): ActionGroup
   let events: NodeAction[] = [];
   const flush = (): void => {
     if (patch.length > 0) groups.push(patch);
-    const stored = storedState(patch);
-    groups.push(...events.filter((e) => !(e.kind === 'emitEvent' && e.reportsState !== undefined && stored !== undefined && e.reportsState !== stored)));
+    const changes = patch.filter((a): a is SetStateAction => a.kind === 'setState');
+    const stored = changes.at(-1)?.to;
+    for (const e of events) {
+      if (e.kind !== 'emitEvent' || e.reportsState === undefined || stored === undefined) groups.push(e);
+      else if (e.reportsState === stored) groups.push(changes.length > 1 ? { ...e, message: statePathMessage(changes) ?? e.message } : e);
+    }
     patch = [];
     events = [];
   };
@@ -46,10 +52,4 @@ export type ActionGroup = readonly NodeObjectAction[] | NodeAction;
 
 export function isPatch(group: ActionGroup): group is readonly NodeObjectAction[] {
   return Array.isArray(group);
-}
-
-/** The state label a patch leaves stored: its last state change's target, if it has one. */
-function storedState(patch: readonly NodeObjectAction[]): UpgradeState | undefined {
-  const changes = patch.filter((a) => a.kind === 'setState');
-  return changes.at(-1)?.to;
 }

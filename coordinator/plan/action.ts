@@ -46,6 +46,12 @@ export interface SetStateAction {
   readonly fromSince: number | null;
   /** Set when `to` is upgrade-done: when this node's upgrade began (ms), for the per-node duration histogram. */
   readonly upgradeStartedAt: number | null;
+  /**
+   * Set when `from` is left in the pass that entered it with nothing done there (its step off or
+   * with nothing to do): why, e.g. "no job pods to wait for". Named in the Event of the write
+   * that stores a later state (state-label-message.ts).
+   */
+  readonly skipped?: string;
 }
 
 export interface CordonAction {
@@ -175,6 +181,7 @@ export const REASON_CODES = [
   'waiting-for-driver-pod',
   'driver-failing',
   'device-in-use',
+  'load-order',
   'waiting-for-clients',
   'waiting-for-validation',
   'node-not-ready',

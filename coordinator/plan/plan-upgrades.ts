@@ -21,7 +21,7 @@
  */
 import type { UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
-import type { NodeAction, NodePlan, NodeReason, Plan } from './action.ts';
+import type { NodeAction, NodePlan, NodeReason, Plan, SetStateAction } from './action.ts';
 import { assignPool } from './assign-pool.ts';
 import { compareCandidates, priorityNumber } from './compare-candidates.ts';
 import { usesDevice } from './device-pods.ts';
@@ -35,6 +35,7 @@ import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type M
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
 import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
+import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
@@ -84,6 +85,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     revisions: new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash])),
     fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
     pdbsByNamespace: indexPdbs(snapshot.pdbs),
+    dependents: snapshot.dependents ?? [],
   };
   // Budgets from the snapshot as it is, before this pass changes anything: counted as the records are made.
   const budgets = createBudgets(policy);
@@ -118,6 +120,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     revisions: ctx.revisions,
     fingerprints: ctx.fingerprints,
     pdbsByNamespace: ctx.pdbsByNamespace,
+    dependents: ctx.dependents,
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
@@ -306,7 +309,8 @@ function stopped(node: NodeContext, ctx: StepContext): StepResult | null {
 /**
  * A state left in the same pass it was entered, with nothing done in it (its step is off or had
  * nothing to do: no pod to delete, drain disabled). The executor writes the pass as one patch, so
- * its label is never stored, and no "updated node state label" Event is sent for it.
+ * its label is never stored, and no Event of its own is sent for it: the Event of the write that
+ * stores a later state names it (state-label-message.ts).
  */
 function isPassThrough(result: Extract<StepResult, { kind: 'advance' }>): boolean {
   return result.actions.length === 0 && result.warning === undefined && (result.after ?? []).length === 0;
@@ -325,17 +329,16 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
   const from = view.state;
   addActions(record, result.actions);
   const kept = timerKeysOf(result.to, keys);
-  const actions: NodeAction[] = [
-    {
-      kind: 'setState',
-      node: name,
-      labelKey: keys.upgradeState,
-      from,
-      to: result.to,
-      fromSince: readUnixSeconds(view.annotations, keys.stateStartTime),
-      upgradeStartedAt: result.to === 'upgrade-done' ? readUnixSeconds(view.annotations, keys.upgradeStartTime) : null,
-    },
-  ];
+  const change: SetStateAction = {
+    kind: 'setState',
+    node: name,
+    labelKey: keys.upgradeState,
+    from,
+    to: result.to,
+    fromSince: readUnixSeconds(view.annotations, keys.stateStartTime),
+    upgradeStartedAt: result.to === 'upgrade-done' ? readUnixSeconds(view.annotations, keys.upgradeStartTime) : null,
+  };
+  const actions: NodeAction[] = [result.skipped === undefined ? change : { ...change, skipped: result.skipped }];
   for (const key of timerKeysOf(from, keys)) {
     if (!kept.includes(key) && view.annotations[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
   }
@@ -355,15 +358,6 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
   addActions(record, actions);
   if (result.after !== undefined) addActions(record, result.after);
   return event;
-}
-
-const stateLabelMessages = new Map<UpgradeState, string>();
-
-/** One string per state for the thousands of Events a pass may emit. */
-function stateLabelMessage(state: UpgradeState): string {
-  let message = stateLabelMessages.get(state);
-  if (message === undefined) stateLabelMessages.set(state, (message = `Successfully updated node state label to [${state}]`));
-  return message;
 }
 
 function addActions(record: NodeRecord, actions: readonly NodeAction[]): void {

@@ -166,4 +166,10 @@ export interface ClusterSnapshot {
   readonly daemonSets: readonly DaemonSetSnapshot[];
   /** Every PodDisruptionBudget in the cluster (the planner indexes them by namespace). */
   readonly pdbs: readonly PdbSnapshot[];
+  /**
+   * Drivers, in this rollout's keyDomain, whose DriverRollouts load after this one (their
+   * `loadsAfter` names this driver): on a node both upgrade, they are stopped before this one
+   * reloads (load-order.ts). Absent: none.
+   */
+  readonly dependents?: readonly string[];
 }

@@ -20,6 +20,8 @@ export interface StepContext {
   /** DaemonSet name → the driver its newest template loads (DaemonSetSnapshot.templateFingerprint); null when unknown. */
   readonly fingerprints: ReadonlyMap<string, string | null>;
   readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
+  /** ClusterSnapshot.dependents: drivers that load after this one. */
+  readonly dependents: readonly string[];
 }
 
 export interface NodeContext {
@@ -45,6 +47,8 @@ export type StepResult =
       readonly warning?: string;
       /** Actions that must run after the state label changed (e.g. dropping the initial-state annotation). */
       readonly after?: readonly NodeAction[];
+      /** The state is left at once, its step off or with nothing to do: why (SetStateAction.skipped). */
+      readonly skipped?: string;
     }
   /** Stay; `reason` says why; `wakeAt` (ms) when a timer could change the decision. */
   | { readonly kind: 'wait'; readonly actions: readonly NodeAction[]; readonly reason: Reason; readonly wakeAt: number | null }
@@ -57,6 +61,11 @@ export type StateHandler = (node: NodeContext, ctx: StepContext) => StepResult;
 
 export function advance(to: UpgradeState, chain: boolean, actions: readonly NodeAction[] = [], warning?: string): StepResult {
   return warning === undefined ? { kind: 'advance', to, actions, chain } : { kind: 'advance', to, actions, chain, warning };
+}
+
+/** Leave the state at once, nothing done in it (its step is off or has nothing to do), saying why. */
+export function skip(to: UpgradeState, why: string): StepResult {
+  return { kind: 'advance', to, actions: [], chain: true, skipped: why };
 }
 
 export function wait(reason: Reason, actions: readonly NodeAction[] = [], wakeAt: number | null = null): StepResult {

@@ -1,10 +1,9 @@
 /**
- * Which pods use a driver's device when the DriverRollout does not say
- * (`upgradePolicy.podDeletion.resourcePrefixes` absent): by the kind of device its driver name
- * implies (shared/device-kind.ts). Pod deletion removes these pods before the driver restarts,
- * and the restart never happens under one of them.
+ * The resource names of the pods that use each kind of device, the defaults of
+ * `upgradePolicy.podDeletion.resourcePrefixes` (driver-defaults.ts picks one by the driver). Pod
+ * deletion removes these pods before the driver restarts, and the restart never happens under
+ * one of them.
  */
-import { deviceKindForDriver, type DeviceKind } from '../../shared/device-kind.ts';
 
 /**
  * The GPU Operator's device plugin resources: `nvidia.com/gpu` (and its time-sliced or renamed
@@ -22,15 +21,3 @@ export const GPU_RESOURCE_PREFIXES: readonly string[] = ['nvidia.com/gpu', 'nvid
  * in the spec, or their pods selected with podDeletion.podSelector.
  */
 export const NIC_RESOURCE_PREFIXES: readonly string[] = ['rdma/', 'nvidia.com/hostdev', 'nvidia.com/rdma', 'openshift.io/'];
-
-const BY_KIND: Readonly<Record<DeviceKind, readonly string[]>> = { gpu: GPU_RESOURCE_PREFIXES, nic: NIC_RESOURCE_PREFIXES };
-
-/**
- * The default for driver `driverName`: GPU prefixes for `gpu`/`nvidia`, NIC prefixes for
- * `ofed`/`mofed`/`doca`/`nic`/`mlx5`; for any other name both lists, since evicting a pod too
- * many is better than restarting a driver under a pod that uses it.
- */
-export function defaultResourcePrefixes(driverName: string): readonly string[] {
-  const kind = deviceKindForDriver(driverName);
-  return kind === undefined ? [...GPU_RESOURCE_PREFIXES, ...NIC_RESOURCE_PREFIXES] : BY_KIND[kind];
-}

@@ -4,7 +4,8 @@
  *
  * Field names and defaults follow the GPU Operator's `driver.upgradePolicy` so existing
  * configuration carries over; `podDeletion` is the GPU Operator's `gpuPodDeletion` generalised
- * to any device (resource-name prefixes). The same rules are written a second time as OpenAPI +
+ * to any device (resource-name prefixes). The defaults that depend on the driver (pod deletion,
+ * drain, device pods, operands) follow the operator the driver comes from: driver-defaults.ts. The same rules are written a second time as OpenAPI +
  * CEL in manifests/driverrollout-crd.yaml; test/unit/coordinator/policy checks that both agree.
  *
  * Semantics that differ from upstream on purpose are documented on the fields below.
@@ -12,7 +13,7 @@
 import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEFAULT_KEY_DOMAIN, driverKeys, upgradeEventReason, type DriverKeys } from '../../shared/keys.ts';
-import { defaultResourcePrefixes } from './device-resource-prefixes.ts';
+import { driverDefaults } from './driver-defaults.ts';
 import {
   compileLabelSelector,
   isLabelKey,
@@ -39,18 +40,6 @@ export const POOL_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** `maxUnavailable` as a string: a whole percentage from 0% to 100%. */
 export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
 
-/**
- * The GPU Operator's operand labels whose DaemonSets hold /dev/nvidia* (device plugin, GFD and
- * DCGM through NVML, MIG manager), paused by default for driver `gpu` as k8s-driver-manager does.
- */
-export const GPU_OPERAND_LABELS: readonly string[] = [
-  'nvidia.com/gpu.deploy.device-plugin',
-  'nvidia.com/gpu.deploy.gpu-feature-discovery',
-  'nvidia.com/gpu.deploy.dcgm-exporter',
-  'nvidia.com/gpu.deploy.dcgm',
-  'nvidia.com/gpu.deploy.mig-manager',
-];
-
 const labelSelectorSchema = z.object({
   matchLabels: z.record(z.string(), z.string()).optional(),
   matchExpressions: z
@@ -71,6 +60,11 @@ const labelSelectorSchema = z.object({
     .optional(),
 });
 
+/** Selects something: an empty selector (no matchLabels, no matchExpressions) selects everything. */
+function isNonEmptySelector(s: z.output<typeof labelSelectorSchema>): boolean {
+  return Object.keys(s.matchLabels ?? {}).length + (s.matchExpressions ?? []).length > 0;
+}
+
 /** A label selector in string form (`app=web,tier!=db`), as the GPU Operator writes pod selectors. */
 const selectorString = z.string().superRefine((text, ctx) => {
   const parsed = parseLabelSelector(text);
@@ -88,7 +82,8 @@ const poolSchema = z.object({
     .max(63)
     .regex(POOL_NAME_PATTERN, 'must be a DNS label (lower-case letters, digits, "-")')
     .refine((n) => n !== DEFAULT_POOL_NAME, `"${DEFAULT_POOL_NAME}" is the implicit pool of nodes in no pool`),
-  nodeSelector: labelSelectorSchema,
+  /** Must not be empty: an empty selector matches every node, and beside another pool puts every node in two. */
+  nodeSelector: labelSelectorSchema.refine(isNonEmptySelector, 'must select the pool\'s nodes: an empty nodeSelector matches every node'),
   /** Defaults to the top-level upgradePolicy.maxUnavailable, applied to this pool's node count. */
   maxUnavailable: intOrPercent.optional(),
   /** Defaults to the top-level upgradePolicy.maxParallelUpgrades. 0 = unlimited. */
@@ -118,8 +113,7 @@ const upgradePolicySchema = z.object({
     })
     .prefault({}),
   /**
-   * Removal of the pods that use the device (the GPU Operator's gpuPodDeletion, on by default as
-   * there). They are evicted through the Eviction API, so PodDisruptionBudgets hold (upstream's
+   * Removal of the pods that use the device (the GPU Operator's gpuPodDeletion). They are evicted through the Eviction API, so PodDisruptionBudgets hold (upstream's
    * drain helper evicts too); on success drain is skipped. When they cannot be removed (unmanaged
    * without `force`, emptyDir without `deleteEmptyDir`, an eviction still refused at the timeout)
    * the node goes to drain-required if drain is enabled, else to upgrade-failed, naming the pod
@@ -127,7 +121,8 @@ const upgradePolicySchema = z.object({
    */
   podDeletion: z
     .object({
-      enable: z.boolean().default(true),
+      /** Absent: by the driver (driver-defaults.ts): on for GPU drivers, off for NIC drivers (the Network Operator has no such step). */
+      enable: z.boolean().optional(),
       /** As `kubectl drain --force`: also evict pods no controller manages (they are not recreated). */
       force: z.boolean().default(false),
       /** 0 waits forever for deleted pods to go away. */
@@ -135,8 +130,8 @@ const upgradePolicySchema = z.object({
       deleteEmptyDir: z.boolean().default(false),
       /**
        * A pod uses the device when a container requests or limits a resource whose name starts
-       * with one of these. Absent: by the driver's kind (device-resource-prefixes.ts), GPU
-       * resources for `gpu`, RDMA/SR-IOV resources for `ofed`, both for other names.
+       * with one of these. Absent: by the driver (driver-defaults.ts), GPU resources for `gpu`,
+       * RDMA/SR-IOV resources for `ofed`, both for other names.
        */
       resourcePrefixes: z.array(z.string().min(1)).optional(),
       /** Pods matching this selector also count as device pods (e.g. RDMA pods that request nothing). */
@@ -145,7 +140,8 @@ const upgradePolicySchema = z.object({
     .prefault({}),
   drain: z
     .object({
-      enable: z.boolean().default(false),
+      /** Absent: by the driver (driver-defaults.ts): off for GPU drivers, on for NIC drivers (the Network Operator's default). */
+      enable: z.boolean().optional(),
       /** Evict pods that no controller manages. */
       force: z.boolean().default(false),
       /** Pods to evict; "" evicts all (except DaemonSet, mirror and drain-skip pods). */
@@ -164,8 +160,8 @@ const upgradePolicySchema = z.object({
       /**
        * Node label keys of operands (DaemonSets that use the device, selected by these labels).
        * Each one present on the node is set to `paused-for-driver-upgrade` (previous values kept
-       * in an annotation) and its pods must leave the node. Default: GPU_OPERAND_LABELS for driver
-       * `gpu`, none for others.
+       * in an annotation) and its pods must leave the node. Absent: by the driver
+       * (driver-defaults.ts), GPU_OPERAND_LABELS for GPU drivers, none for others.
        */
       operandLabels: z.array(z.string().refine(isLabelKey, 'must be a label key')).max(32).optional(),
       /**
@@ -215,20 +211,26 @@ const upgradePolicySchema = z.object({
     .prefault({}),
 });
 
+const driverNameSchema = z
+  .string()
+  .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
+  .regex(DRIVER_NAME_PATTERN, 'must be a DNS label starting with a letter (e.g. "gpu", "ofed")');
+
 export const driverRolloutSpecSchema = z.object({
-  driverName: z
-    .string()
-    .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
-    .regex(DRIVER_NAME_PATTERN, 'must be a DNS label starting with a letter (e.g. "gpu", "ofed")'),
+  driverName: driverNameSchema,
   keyDomain: z.string().max(253).regex(DNS_SUBDOMAIN_PATTERN, 'must be a DNS subdomain').default(DEFAULT_KEY_DOMAIN),
   /** Selects the driver DaemonSet(s) in the DriverRollout's namespace; must not be empty. */
-  selector: labelSelectorSchema.refine(
-    (s) => Object.keys(s.matchLabels ?? {}).length + (s.matchExpressions ?? []).length > 0,
-    'must select the driver DaemonSet(s): an empty selector would select every DaemonSet',
-  ),
+  selector: labelSelectorSchema.refine(isNonEmptySelector, 'must select the driver DaemonSet(s): an empty selector would select every DaemonSet'),
   upgradePolicy: upgradePolicySchema.prefault({}),
   /** Upgrade failures (nodes in upgrade-failed, all pools) at which the rollout halts. Absent: never halts. */
   maxFailedNodes: z.int().min(1).optional(),
+  /**
+   * The drivers (their driverName, in this rollout's keyDomain) this one loads after on a node
+   * they share, e.g. `[ofed]` for gpu: nvidia_peermem links against the NIC stack and holds
+   * ib_core. On a node both upgrade, this driver is stopped before those reload and loaded only
+   * once they have (coordinator/plan/load-order.ts).
+   */
+  loadsAfter: z.array(driverNameSchema).max(8).optional(),
   /** Node label ordering nodes: lower numbers first, then other values in string order, unlabelled last. */
   priorityLabel: z.string().refine(isLabelKey, 'must be a label key').optional(),
   pools: z
@@ -241,6 +243,10 @@ export const driverRolloutSpecSchema = z.object({
         seen.add(p.name);
       }
     }),
+}).superRefine((spec, ctx) => {
+  for (const [i, driver] of (spec.loadsAfter ?? []).entries()) {
+    if (driver === spec.driverName) ctx.addIssue({ code: 'custom', path: ['loadsAfter', i], message: 'a driver cannot load after itself' });
+  }
 });
 
 /** The spec as written, with defaults applied. */
@@ -295,6 +301,8 @@ export interface DriverRolloutPolicy {
   readonly podRestart: { readonly timeoutSeconds: number; readonly failAfterSeconds: number };
   readonly clients: { readonly operandLabels: readonly string[]; readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   readonly validation: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
+  /** Drivers (their names, in keyDomain) this one loads after on a node they share; empty: none. */
+  readonly loadsAfter: readonly string[];
   /** null: never halts. */
   readonly maxFailedNodes: number | null;
   readonly priorityLabel: string | null;
@@ -349,6 +357,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     }),
   );
   const pd = up.podDeletion;
+  const defaults = driverDefaults(spec.driverName);
   const policy: DriverRolloutPolicy = {
     spec,
     driverName: spec.driverName,
@@ -362,13 +371,13 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       podSelector: optionalSelector('spec.upgradePolicy.waitForCompletion.podSelector', up.waitForCompletion.podSelector),
       timeoutSeconds: up.waitForCompletion.timeoutSeconds,
     },
-    podDeletion: pd.enable ? { force: pd.force, timeoutSeconds: pd.timeoutSeconds, deleteEmptyDir: pd.deleteEmptyDir } : null,
+    podDeletion: (pd.enable ?? defaults.podDeletionEnable) ? { force: pd.force, timeoutSeconds: pd.timeoutSeconds, deleteEmptyDir: pd.deleteEmptyDir } : null,
     devicePods: {
-      resourcePrefixes: pd.resourcePrefixes ?? defaultResourcePrefixes(spec.driverName),
+      resourcePrefixes: pd.resourcePrefixes ?? defaults.resourcePrefixes,
       podSelector: optionalSelector('spec.upgradePolicy.podDeletion.podSelector', pd.podSelector),
     },
     drain: {
-      enable: up.drain.enable,
+      enable: up.drain.enable ?? defaults.drainEnable,
       force: up.drain.force,
       podSelector: compile('spec.upgradePolicy.drain.podSelector', parseLabelSelector(up.drain.podSelector)),
       timeoutSeconds: up.drain.timeoutSeconds,
@@ -376,7 +385,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     },
     podRestart: { timeoutSeconds: up.podRestart.timeoutSeconds, failAfterSeconds: up.podRestart.failAfterSeconds },
     clients: {
-      operandLabels: up.clients.operandLabels ?? (spec.driverName === 'gpu' ? GPU_OPERAND_LABELS : []),
+      operandLabels: up.clients.operandLabels ?? defaults.operandLabels,
       podSelector: optionalSelector('spec.upgradePolicy.clients.podSelector', up.clients.podSelector),
       timeoutSeconds: up.clients.timeoutSeconds,
     },
@@ -384,6 +393,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       podSelector: optionalSelector('spec.upgradePolicy.validation.podSelector', up.validation.podSelector),
       timeoutSeconds: up.validation.timeoutSeconds,
     },
+    loadsAfter: spec.loadsAfter ?? [],
     maxFailedNodes: spec.maxFailedNodes ?? null,
     priorityLabel: spec.priorityLabel ?? null,
     pools,

@@ -1,4 +1,5 @@
 import type { Logger } from '../../shared/logger.ts';
+import { dependentDrivers } from '../policy/dependent-drivers.ts';
 import { toError } from '../../shared/errors.ts';
 import { buildSnapshot } from '../cluster/build-snapshot.ts';
 import { BY_NODE, type ClusterCaches } from '../cluster/cluster-caches.ts';
@@ -64,6 +65,12 @@ export async function reconcilePass(deps: PassDeps, memory: ReconcilerMemory, si
     const result = memory.specs.parse(r);
     return result.ok ? [claimOf(r, result.policy, deps.caches)] : [];
   }));
+  // Which drivers load after which (loadsAfter), across every rollout: each planner holds its
+  // driver's restart for the drivers that load after it (plan/load-order.ts).
+  const dependents = dependentDrivers(rollouts.flatMap((r) => {
+    const result = memory.specs.parse(r);
+    return result.ok ? [result.policy] : [];
+  }));
   for (const rollout of rollouts) {
     if (signal.aborted) return;
     const ref: RolloutRef = {
@@ -77,7 +84,7 @@ export async function reconcilePass(deps: PassDeps, memory: ReconcilerMemory, si
       const conflict = conflicts.get(`${ref.namespace}/${ref.name}`);
       if (!result.ok) await reconcileInvalid(deps, memory, rollout, ref, result);
       else if (conflict !== undefined) await reconcileInvalid(deps, memory, rollout, ref, { ok: false, problems: conflict });
-      else nextWakeAt = minOf(nextWakeAt, reconcileValid(deps, memory, rollout, ref, result.policy, signal));
+      else nextWakeAt = minOf(nextWakeAt, reconcileValid(deps, memory, rollout, ref, result.policy, dependents.get(`${result.policy.keyDomain}/${result.policy.driverName}`) ?? [], signal));
     } catch (error) {
       deps.logger.error({ rollout: `${ref.namespace}/${ref.name}`, err: toError(error) }, 'reconcile failed; retrying');
       nextWakeAt = minOf(nextWakeAt, deps.now() + 1_000);
@@ -113,12 +120,12 @@ async function recordEvent(deps: PassDeps, rollout: DriverRolloutObject, ref: Ro
   }
 }
 
-function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, signal: AbortSignal): number | null {
+function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, dependents: readonly string[], signal: AbortSignal): number | null {
   const nowMs = deps.now();
   // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
   // whose start is not answered yet counts as started, so its slot is never handed out twice.
   const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: memory.writtenNodes.byName, evictionBlocked: memory.evictions.byPodUid, deletedPods: memory.deletedPods.byUid });
-  const snapshot = applyActions(cached, memory.inFlight.raisingActions());
+  const snapshot = applyActions(dependents.length === 0 ? cached : { ...cached, dependents }, memory.inFlight.raisingActions());
   for (const n of snapshot.nodes) memory.relevance.collect(n.name);
   const plan = deps.plan(snapshot, policy, nowMs);
   const hooks: ExecuteHooks = {

@@ -149,27 +149,34 @@ const optionalSelector = (value: unknown): LabelSelectorObject | null => (typeof
 const GPU_RESOURCES = ['nvidia.com/gpu', 'nvidia.com/mig-'];
 const NIC_RESOURCES = ['rdma/', 'nvidia.com/hostdev', 'nvidia.com/rdma', 'openshift.io/'];
 
+const GPU_DRIVERS = ['gpu', 'nvidia'];
+const NIC_DRIVERS = ['ofed', 'mofed', 'doca', 'nic', 'mlx5'];
+
 /** As coordinator/README documents: GPU resources for gpu/nvidia, NIC resources for ofed/mofed/doca/nic/mlx5, both otherwise. */
 function defaultDevicePrefixes(driverName: string): string[] {
-  if (['gpu', 'nvidia'].includes(driverName)) return GPU_RESOURCES;
-  if (['ofed', 'mofed', 'doca', 'nic', 'mlx5'].includes(driverName)) return NIC_RESOURCES;
+  if (GPU_DRIVERS.includes(driverName)) return GPU_RESOURCES;
+  if (NIC_DRIVERS.includes(driverName)) return NIC_RESOURCES;
   return [...GPU_RESOURCES, ...NIC_RESOURCES];
 }
 
-/** Documented defaults: pod deletion on, drain off, operands only for driver `gpu`. */
+/**
+ * Documented defaults, by the operator the driver comes from: pod deletion on and drain off but
+ * for NIC drivers (the Network Operator's: no pod deletion, drain on); operands only for GPU drivers.
+ */
 function readRemovalRules(driverName: string, policy: Record<string, unknown>): ObservedRemovalRules {
   const deletion = record(policy.podDeletion);
   const drain = record(policy.drain);
   const clients = record(policy.clients);
+  const nic = NIC_DRIVERS.includes(driverName);
   return {
     podDeletion: {
-      enable: deletion.enable !== false,
+      enable: typeof deletion.enable === 'boolean' ? deletion.enable : !nic,
       resourcePrefixes: strings(deletion.resourcePrefixes) ?? defaultDevicePrefixes(driverName),
       podSelector: optionalSelector(deletion.podSelector),
     },
-    drain: { enable: drain.enable === true, podSelector: readSelectorString(typeof drain.podSelector === 'string' ? drain.podSelector : '') },
+    drain: { enable: typeof drain.enable === 'boolean' ? drain.enable : nic, podSelector: readSelectorString(typeof drain.podSelector === 'string' ? drain.podSelector : '') },
     clients: {
-      operandLabels: strings(clients.operandLabels) ?? (driverName === 'gpu' ? GPU_OPERANDS : []),
+      operandLabels: strings(clients.operandLabels) ?? (GPU_DRIVERS.includes(driverName) ? GPU_OPERANDS : []),
       podSelector: optionalSelector(clients.podSelector),
     },
   };

@@ -1,5 +1,5 @@
 import type { NodeAction } from '../action.ts';
-import { advance, type StateHandler } from '../step.ts';
+import { advance, skip, type StateHandler } from '../step.ts';
 
 /**
  * Cordon, and move on in the same pass. What runs on the node must be looked at after the
@@ -13,7 +13,7 @@ import { advance, type StateHandler } from '../step.ts';
  * step has something to wait for.
  */
 export const handleCordonRequired: StateHandler = (node) => {
-  if (node.view.unschedulable) return advance('wait-for-jobs-required', true);
+  if (node.view.unschedulable) return skip('wait-for-jobs-required', 'already cordoned');
   const snapshot = node.view.snapshot;
   const name = snapshot.name;
   const check: NodeAction = { kind: 'requireSamePods', node: name, podUids: [...snapshot.driverPods, ...snapshot.pods].map((p) => p.uid) };

@@ -2,7 +2,7 @@ import type { PodSnapshot } from '../snapshot.ts';
 import { matchesSelector } from '../../policy/label-selector.ts';
 import { isNeverRemoved, isTerminal, listPods } from '../device-pods.ts';
 import { dueEvictions, evictionBlocks } from '../evictions.ts';
-import { advance, fail, readTimer, timeoutText, wait, type Reason, type StateHandler } from '../step.ts';
+import { fail, readTimer, skip, timeoutText, wait, type Reason, type StateHandler } from '../step.ts';
 
 /**
  * Drain through the Eviction API, so PodDisruptionBudgets hold. Never DaemonSet pods, mirror
@@ -14,13 +14,13 @@ import { advance, fail, readTimer, timeoutText, wait, type Reason, type StateHan
  */
 export const handleDrain: StateHandler = (node, ctx) => {
   const settings = ctx.policy.drain;
-  if (!settings.enable) return advance('pod-restart-required', true);
+  if (!settings.enable) return skip('pod-restart-required', 'drain off');
   const skipKey = ctx.policy.keys.drainSkip;
   const pods: PodSnapshot[] = [];
   for (const p of node.view.snapshot.pods) {
     if (!isTerminal(p) && !isNeverRemoved(p) && p.labels[skipKey] !== 'true' && matchesSelector(settings.podSelector, p.labels)) pods.push(p);
   }
-  if (pods.length === 0) return advance('pod-restart-required', true);
+  if (pods.length === 0) return skip('pod-restart-required', 'no pods to drain');
   const timer = readTimer(node, ctx, ctx.policy.keys.drainStartTime, settings.timeoutSeconds);
   const refusals: string[] = [];
   for (const p of pods) {

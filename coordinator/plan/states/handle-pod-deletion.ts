@@ -2,7 +2,7 @@ import type { DriverRolloutPolicy } from '../../policy/driver-rollout-spec.ts';
 import { isNeverRemoved, listPods, usesDevice } from '../device-pods.ts';
 import { dueEvictions, evictionBlocks } from '../evictions.ts';
 import type { PodSnapshot } from '../snapshot.ts';
-import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type Reason, type StateHandler, type StepContext, type StepResult } from '../step.ts';
+import { advance, fail, readTimer, skip, timeoutText, wait, type NodeContext, type Reason, type StateHandler, type StepContext, type StepResult } from '../step.ts';
 
 /**
  * Evict the pods that use the device, through the Eviction API (PodDisruptionBudgets hold, as
@@ -14,9 +14,9 @@ import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type Rea
  */
 export const handlePodDeletion: StateHandler = (node, ctx) => {
   const settings = ctx.policy.podDeletion;
-  if (settings === null) return advance('drain-required', true);
+  if (settings === null) return skip('drain-required', 'podDeletion off');
   const devicePods = node.view.snapshot.pods.filter((p) => !isNeverRemoved(p) && usesDevice(p, ctx.policy.devicePods));
-  if (devicePods.length === 0) return advance('pod-restart-required', true);
+  if (devicePods.length === 0) return skip('pod-restart-required', 'no device pods to delete');
   const refused = devicePods.filter((p) => !p.deleting).map((p) => [p, deletionRefusal(p, settings)] as const);
   const blocked = refused.filter(([, why]) => why !== null);
   if (blocked.length > 0) {

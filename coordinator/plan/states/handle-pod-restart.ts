@@ -2,10 +2,11 @@ import type { NodeAction } from '../action.ts';
 import { listPods, usesDevice } from '../device-pods.ts';
 import { recreatedClientWarnings, restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
 import { driverFailure, REBOOT_REQUIRED_REASON, type DriverFailure } from '../driver-failure.ts';
+import { waitingForDependenciesToLoad, waitingForDependentsToStop } from '../load-order.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { cycleClosingRemovals, isWaitingForSafeLoad } from '../needs-upgrade.ts';
 import { isRestartOnlyCycle, RESTART_ONLY_TEXT, unchangedDriver } from '../restart-only.ts';
-import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext, type StepResult, type Timer } from '../step.ts';
+import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type Reason, type StateHandler, type StepContext, type StepResult, type Timer } from '../step.ts';
 
 /** Upstream's limit: a driver pod not Ready after more restarts than this (containers or init containers) fails the node. */
 export const MAX_DRIVER_RESTARTS = 10;
@@ -24,6 +25,9 @@ export const MAX_DRIVER_RESTARTS = 10;
  * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule);
  * - at once when the agent reports RebootRequired (a never-unload module): the node needs a reboot.
  * Both start times live in annotations, so a restarted coordinator keeps counting.
+ * Drivers that load after one another go in order on a node both upgrade (load-order.ts): this
+ * driver is replaced only once those that load after it have stopped, and loads only once those
+ * it loads after have.
  * Restart only (restart-only.ts; the node was not cordoned): no device-user hold and no operand
  * pausing, every reason says so, Ready → upgrade-done; and should the template change meanwhile
  * to another driver than the loaded one, → cordon-required (the full path) before any deletion.
@@ -48,7 +52,7 @@ function restartDriver(node: NodeContext, ctx: StepContext): StepResult {
   const timer = readTimer(node, ctx, keys.podRestartStartTime, ctx.policy.podRestart.timeoutSeconds);
   const restartOnly = isRestartOnlyCycle(node.view.annotations, keys);
   if (restartOnly && driver.outOfDate.length > 0 && unchangedDriver(node, ctx) === null) return escalate(node, ctx);
-  const held = restartOnly ? null : holdForDeviceUsers(node, ctx, timer);
+  const held = restartOnly ? null : (holdForDeviceUsers(node, ctx, timer) ?? holdForLoadOrder(node, ctx, timer));
   if (held !== null) return held;
   if (driver.outOfDate.length > 0) {
     const outOfDate = listPods(driver.outOfDate);
@@ -137,11 +141,29 @@ function holdForDeviceUsers(node: NodeContext, ctx: StepContext, timer: Timer): 
   return stopDeviceClients(node, ctx);
 }
 
-/** The current driver pod is Ready: on to validation or uncordon; a restart only is done (nothing was cordoned or paused; an admin's cordon stays). */
+/**
+ * Before this driver is replaced: drivers that load after it, upgrading on the node, stopped
+ * first; before its new driver loads (a safe load released): drivers it loads after, loaded
+ * first. null when neither holds it.
+ */
+function holdForLoadOrder(node: NodeContext, ctx: StepContext, timer: Timer): StepResult | null {
+  const replacing = node.driver.outOfDate.length > 0 || isWaitingForSafeLoad(node.view.annotations, ctx.policy.keys);
+  if (!replacing) return null;
+  const releasing = node.driver.outOfDate.length === 0 && node.driver.pods.length > 0;
+  const reason: Reason | null = waitingForDependentsToStop(node, ctx) ?? (releasing ? waitingForDependenciesToLoad(node, ctx) : null);
+  if (reason === null) return null;
+  if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${reason.message}`);
+  return wait({ ...reason, detail: `${reason.detail} ${timer.progress}` }, timer.actions, timer.deadline);
+}
+
+/**
+ * The current driver pod is Ready: on to validation (passed in the same write when validation is
+ * off, as every state of the seed documents' flow); a restart only is done (nothing was cordoned
+ * or paused; an admin's cordon stays).
+ */
 function finish(node: NodeContext, ctx: StepContext, restartOnly: boolean, actions: readonly NodeAction[]): StepResult {
   if (restartOnly) return { kind: 'advance', to: 'upgrade-done', actions, chain: false, after: cycleClosingRemovals(node.view.annotations, node.view.snapshot.name, ctx.policy.keys) };
-  const next = ctx.policy.validation.podSelector === null ? 'uncordon-required' : 'validation-required';
-  return advance(next, true, [...actions, ...restoreDeviceClients(node, ctx)]);
+  return advance('validation-required', true, [...actions, ...restoreDeviceClients(node, ctx)]);
 }
 
 /**

@@ -3,7 +3,7 @@ import type { NodeAction } from '../action.ts';
 import { isTerminal, listPods } from '../device-pods.ts';
 import { isWaitingForSafeLoad } from '../needs-upgrade.ts';
 import type { PodSnapshot } from '../snapshot.ts';
-import { advance, fail, readTimer, timeoutText, wait, type NodeContext, type StateHandler, type StepContext } from '../step.ts';
+import { advance, fail, readTimer, skip, timeoutText, wait, type NodeContext, type StateHandler, type StepContext } from '../step.ts';
 
 /** The validator pods on the node and which of them are not Ready; `passed` when validation is off or all of at least one are Ready. */
 export function checkValidators(node: NodeContext, ctx: StepContext): { passed: boolean; validators: readonly PodSnapshot[]; notReady: readonly PodSnapshot[] } {
@@ -28,6 +28,7 @@ export const handleValidation: StateHandler = (node, ctx) => {
     ? [{ kind: 'clearSafeLoad', node: node.view.snapshot.name, key: keys.waitForSafeLoad }]
     : [];
   const { passed, validators, notReady } = checkValidators(node, ctx);
+  if (podSelector === null && unblock.length === 0) return skip('uncordon-required', 'no validation.podSelector');
   if (passed || podSelector === null) return advance('uncordon-required', true, unblock);
   const timer = readTimer(node, ctx, keys.validationStartTime, timeoutSeconds);
   const missing = validators.length === 0 ? `no validator pod (${podSelector.text}) on the node` : `validator pods not Ready: ${listPods(notReady)}`;

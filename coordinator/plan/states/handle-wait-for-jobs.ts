@@ -1,6 +1,6 @@
 import { matchesSelector } from '../../policy/label-selector.ts';
 import { isTerminal, listPods } from '../device-pods.ts';
-import { advance, readTimer, timeoutText, wait, type StateHandler } from '../step.ts';
+import { advance, readTimer, skip, timeoutText, wait, type StateHandler } from '../step.ts';
 
 /**
  * Wait until the pods matching waitForCompletion.podSelector on the node have finished. On
@@ -8,9 +8,9 @@ import { advance, readTimer, timeoutText, wait, type StateHandler } from '../ste
  */
 export const handleWaitForJobs: StateHandler = (node, ctx) => {
   const { podSelector, timeoutSeconds } = ctx.policy.waitForCompletion;
-  if (podSelector === null) return advance('pod-deletion-required', true);
+  if (podSelector === null) return skip('pod-deletion-required', 'no waitForCompletion.podSelector');
   const jobs = node.view.snapshot.pods.filter((p) => !isTerminal(p) && matchesSelector(podSelector, p.labels));
-  if (jobs.length === 0) return advance('pod-deletion-required', true);
+  if (jobs.length === 0) return skip('pod-deletion-required', 'no job pods to wait for');
   const timer = readTimer(node, ctx, ctx.policy.keys.waitForPodCompletionStartTime, timeoutSeconds);
   const listed = listPods(jobs);
   if (timer.expired) {

@@ -59,7 +59,8 @@ export async function installCrd(kc: KubeConfig): Promise<void> {
 /**
  * One test's world on the shared cluster: a namespace, fake nodes labelled with a unique id, a
  * driver DaemonSet (OnDelete) on exactly those nodes, and a driver name unique to the test so
- * its state labels cannot be confused with another test's.
+ * its state labels cannot be confused with another test's. A test of what a driver's name
+ * decides (the defaults of its operator) names it (`driver`); its nodes are still its own.
  */
 export class RolloutWorld {
   readonly kc: KubeConfig;
@@ -73,10 +74,10 @@ export class RolloutWorld {
   nodeNames: string[] = [];
   private readonly stops: (() => Promise<void>)[] = [];
 
-  constructor(kc: KubeConfig, prefix: string) {
+  constructor(kc: KubeConfig, prefix: string, driver?: string) {
     this.kc = kc;
     this.id = `${prefix}-${randomBytes(3).toString('hex')}`;
-    this.driver = `t${randomBytes(4).toString('hex')}`;
+    this.driver = driver ?? `t${randomBytes(4).toString('hex')}`;
     this.keys = driverKeys(this.driver);
     this.core = kc.makeApiClient(CoreV1Api);
     this.apps = kc.makeApiClient(AppsV1Api);
@@ -300,7 +301,7 @@ export function isPodReady(pod: V1Pod): boolean {
  * For a test file: installs the CRD once, and tears down every world `create` made after each
  * test. `create` is called inside a test.
  */
-export function useRolloutWorlds(hooks: { beforeAll: (fn: () => Promise<void>) => void; afterEach: (fn: () => Promise<void>) => void }): { readonly kc: KubeConfig; create: (prefix: string) => RolloutWorld } {
+export function useRolloutWorlds(hooks: { beforeAll: (fn: () => Promise<void>) => void; afterEach: (fn: () => Promise<void>) => void }): { readonly kc: KubeConfig; create: (prefix: string, driver?: string) => RolloutWorld } {
   const kc = sharedCluster().kubeConfig();
   const worlds: RolloutWorld[] = [];
   hooks.beforeAll(() => installCrd(kc));
@@ -309,8 +310,8 @@ export function useRolloutWorlds(hooks: { beforeAll: (fn: () => Promise<void>) =
   });
   return {
     kc,
-    create: (prefix) => {
-      const world = new RolloutWorld(kc, prefix);
+    create: (prefix, driver) => {
+      const world = new RolloutWorld(kc, prefix, driver);
       worlds.push(world);
       return world;
     },

@@ -90,6 +90,13 @@ describe('the CRD installed in the real API server', () => {
     { name: 'a negative maxParallelUpgrades', spec: { driverName: 'gpu', selector: { matchLabels: { a: 'b' } }, upgradePolicy: { maxParallelUpgrades: -1 } }, expect: /maxParallelUpgrades/ },
     { name: 'a pool named default', spec: { driverName: 'gpu', selector: { matchLabels: { a: 'b' } }, pools: [{ name: 'default', nodeSelector: { matchLabels: { a: 'b' } } }] }, expect: /pools/ },
     { name: 'In without values', spec: { driverName: 'gpu', selector: { matchExpressions: [{ key: 'a', operator: 'In' }] } }, expect: /selector/ },
+    // An empty nodeSelector matches every node: beside another pool, every node would be in two.
+    { name: 'a pool with an empty nodeSelector', spec: { driverName: 'gpu', selector: { matchLabels: { a: 'b' } }, pools: [{ name: 'x', nodeSelector: {} }] }, expect: /spec\.pools\[0\]\.nodeSelector/ },
+    {
+      name: 'a second pool with empty matchLabels and matchExpressions',
+      spec: { driverName: 'gpu', selector: { matchLabels: { a: 'b' } }, pools: [{ name: 'x', nodeSelector: { matchLabels: { rack: 'x' } } }, { name: 'y', nodeSelector: { matchLabels: {}, matchExpressions: [] } }] },
+      expect: /spec\.pools\[1\]\.nodeSelector/,
+    },
   ];
 
   it.each(bad)('rejects $name', async ({ spec, expect: pattern }) => {
@@ -116,5 +123,17 @@ describe('the CRD installed in the real API server', () => {
     })) as { spec: { keyDomain: string; upgradePolicy: Record<string, unknown> } };
     expect(created.spec.keyDomain).toBe('nvidia.com');
     expect(created.spec.upgradePolicy).toMatchObject({ autoUpgrade: true, maxParallelUpgrades: 1, maxUnavailable: '25%' });
+  });
+
+  it('leaves podDeletion.enable and drain.enable absent, for the coordinator to default by the driver’s operator', async () => {
+    const created = (await world.custom.createNamespacedCustomObject({
+      group: 'driverrollout.io',
+      version: 'v1alpha1',
+      plural: 'driverrollouts',
+      namespace: world.ns.name,
+      body: { apiVersion: 'driverrollout.io/v1alpha1', kind: 'DriverRollout', metadata: { name: 'nic-defaults' }, spec: { driverName: 'ofed', selector: { matchLabels: { none: 'x' } } } },
+    })) as { spec: { upgradePolicy: { podDeletion: Record<string, unknown>; drain: Record<string, unknown> } } };
+    expect(created.spec.upgradePolicy.podDeletion).toEqual({ force: false, timeoutSeconds: 300, deleteEmptyDir: false });
+    expect(created.spec.upgradePolicy.drain).toEqual({ force: false, podSelector: '', timeoutSeconds: 300, deleteEmptyDir: false });
   });
 });

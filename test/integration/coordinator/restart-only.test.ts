@@ -149,10 +149,10 @@ describe('restart only: a new template that loads the loaded driver', () => {
     await world.waitForStates({ [first]: 'upgrade-done', [second]: 'upgrade-done' }, 120_000);
     const transitions = await waitUntil('both nodes\' cordon-required Events', async () => {
       const found = await world.events(upgradeEventReason(world.driver));
-      const nodes = new Set(found.filter((e) => e.message === 'Successfully updated node state label to [cordon-required]').map((e) => e.object));
+      const nodes = new Set(found.filter((e) => e.message.startsWith('Successfully updated node state label to [cordon-required]')).map((e) => e.object));
       return nodes.size >= 2 ? found : undefined;
     }, { timeoutMs: 30_000, intervalMs: 200 });
-    const cordoned = transitions.filter((e) => e.message === 'Successfully updated node state label to [cordon-required]').map((e) => e.object);
+    const cordoned = transitions.filter((e) => e.message.startsWith('Successfully updated node state label to [cordon-required]')).map((e) => e.object);
     expect([...new Set(cordoned)].sort()).toEqual([first, second].sort());
     for (const node of world.nodeNames) expect(await agents.loadedVersion(node)).toBe('2.0.0');
     await waitUntil('the GPU pods evicted', async () => ((await workloads(world)).size === 0 ? true : undefined), { timeoutMs: 30_000, intervalMs: 200 });

@@ -1,4 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
@@ -9,6 +12,18 @@ const world = new RolloutWorld(kc, 'roll');
 const POOLS = { a: 3, b: 2 } as const; // pool b: 20% of 10 nodes
 const ORDER = ['unknown', 'upgrade-done', 'upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required', 'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-done'];
 let port = 0;
+const run = promisify(execFile);
+
+/** The states an "updated node state label" Event names: the stored one, after the path its write passed ("…[X]: A → B (why) → X"). */
+function pathOf(message: string): string[] {
+  const match = /label to \[([a-z-]+)\](?:: (.*))?$/.exec(message);
+  if (match === null) return [];
+  return match[2] === undefined ? [match[1] ?? ''] : match[2].split(' → ').map((step) => step.replace(/ \(.*\)$/, ''));
+}
+
+function statesNamed(rows: readonly { message: string }[]): Set<string> {
+  return new Set(rows.flatMap((r) => pathOf(r.message)));
+}
 
 beforeAll(async () => {
   await installCrd(kc);
@@ -95,17 +110,41 @@ describe('a complete rollout on the real control plane', () => {
     process.stderr.write(`[coordinator] 20-node rollout in ${seconds.toFixed(1)} s, ${watch.events()} node events, peak out of service a=${peak.a} b=${peak.b}\n`);
   });
 
-  it('records GPU-Operator-worded Events on the nodes', async () => {
-    // An Event follows its label write: the last node's may land after the test saw the label.
-    const node = world.nodeNames[0] ?? '';
-    const wanted = ['Successfully updated node state label to [cordon-required]', 'Successfully updated node state label to [upgrade-done]'];
-    let messages: string[] = [];
-    await waitUntil(`Events ${JSON.stringify(wanted)} on ${node}`, async () => {
-      messages = (await world.events(`${world.driver.toUpperCase()}DriverUpgrade`)).filter((e) => e.object === node).map((e) => e.message);
-      return wanted.every((m) => messages.includes(m)) ? true : undefined;
-    }, { timeoutMs: 60_000 }).catch((error: unknown) => {
-      throw new Error(`${String(error)}; seen: ${JSON.stringify(messages)}`);
+  it('records GPU-Operator-worded Events that name every state each node passed, in order, as seed 002 greps them', async () => {
+    // Seed 002: `kubectl get events --sort-by='.lastTimestamp' | grep GPUDriverUpgrade`. States
+    // passed in one write (nothing to do there) are not stored, but the Event of that write names
+    // them: every state of the flow is on record for every node.
+    const reason = `${world.driver.toUpperCase()}DriverUpgrade`;
+    const flow = ['upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required', 'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-done'];
+    let rows: { node: string; message: string }[] = [];
+    // Events go out beside the writes: the last node's may land after the test saw the label.
+    await waitUntil('Events naming every state of the flow on every node', async () => {
+      const { stdout } = await run(join(sharedCluster().binDir, 'kubectl'), [
+        `--kubeconfig=${sharedCluster().kubeconfigPath}`, 'get', 'events', '-n', 'default', '--sort-by=.lastTimestamp', '--no-headers',
+        '-o', 'custom-columns=NODE:.involvedObject.name,REASON:.reason,MESSAGE:.message',
+      ]);
+      rows = stdout.split('\n').filter((line) => line.includes(reason)).map((line) => {
+        const [node = '', , ...message] = line.split(/\s+/);
+        return { node, message: message.join(' ') };
+      });
+      return world.nodeNames.every((n) => flow.every((s) => statesNamed(rows.filter((r) => r.node === n)).has(s))) ? true : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 500 }).catch((error: unknown) => {
+      throw new Error(`${String(error)}; seen: ${JSON.stringify(rows.slice(0, 40))}`);
     });
+    for (const { node, message } of rows) {
+      expect(message, node).toMatch(/^Successfully updated node state label to \[[a-z-]+\]/);
+      // Each write's path follows the seed documents' order.
+      const path = pathOf(message);
+      let at = 0;
+      for (const state of path) {
+        const found = ORDER.indexOf(state, at);
+        expect(found, `${node}: ${message}`).toBeGreaterThanOrEqual(0);
+        at = found;
+      }
+    }
+    // The first node to start carries upgrade-required too (named by its cordon-required Event).
+    const example = rows.find((r) => r.message.includes('upgrade-done → upgrade-required → cordon-required'));
+    expect(example, JSON.stringify(rows.slice(0, 20))).toBeDefined();
   });
 
   it('reports the outcome in the DriverRollout status and on /metrics', async () => {

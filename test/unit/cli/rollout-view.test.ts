@@ -26,7 +26,7 @@ const rollout: RolloutObject = {
     selector: { matchLabels: { app: 'gpu-driver' } },
     pools: [{ name: 'a', nodeSelector: { matchLabels: { pool: 'a' } } }, { name: 'big', nodeSelector: { matchExpressions: [{ key: 'size', operator: 'In', values: ['xl'] }] } }],
   },
-  status: { paused: false, halted: false, nodes: { total: 4, done: 1, failed: 0, inProgress: 1 }, waiting: [{ node: 'n3', reason: 'no slot: pool default has 1/1 unavailable' }] },
+  status: { paused: false, halted: false, nodes: { total: 4, done: 1, failed: 0, inProgress: 1 }, waiting: [{ node: 'n3', state: 'upgrade-required', reason: 'no slot: pool default has 1/1 unavailable' }] },
 };
 
 function snapshot(nodes: V1Node[], pods: V1Pod[]): ClusterSnapshot {
@@ -50,6 +50,21 @@ describe('buildRolloutViews', () => {
       { name: 'n4', pool: 'default', state: 'unknown', secondsInState: null, reason: '', driverVersion: null, driverReady: false, cordoned: false, skipped: false, nextKernelFailed: null },
     ]);
     expect(view).toMatchObject({ namespace: 'dr', name: 'gpu', driver: 'gpu', keyDomain: 'nvidia.com', total: 4, done: 1, inProgress: 1, paused: false, invalidSpec: null });
+  });
+
+  // The status is written at most once a second and may trail the nodes; the reason annotation
+  // is the coordinator's per-node record, removed when the node moves on without one.
+  it.each([
+    { name: 'a done node, its reason annotation left from pod-restart-required', state: 'upgrade-done', annotation: 'restarting the driver pod (timeout 900s)', listed: undefined, shown: '' },
+    { name: 'a done node the trailing status still lists as restarting', state: 'upgrade-done', annotation: undefined, listed: { state: 'pod-restart-required', reason: 'restarting the driver pod (timeout 900s)' }, shown: '' },
+    { name: 'a node the status lists for an earlier state', state: 'validation-required', annotation: undefined, listed: { state: 'pod-restart-required', reason: 'restarting the driver pod (timeout 900s)' }, shown: '' },
+    { name: 'a node the status lists for the state it is in', state: 'drain-required', annotation: undefined, listed: { state: 'drain-required', reason: 'drain: PDB ml/trainer' }, shown: 'drain: PDB ml/trainer' },
+    { name: 'a waiting node with its reason annotation', state: 'pod-restart-required', annotation: 'restarting the driver pod (timeout 900s)', listed: undefined, shown: 'restarting the driver pod (timeout 900s)' },
+  ])('shows a reason only for the state a node is in: $name → "$shown"', ({ state, annotation, listed, shown }) => {
+    const withStatus: RolloutObject = { ...rollout, status: { ...rollout.status, waiting: listed === undefined ? [] : [{ node: 'n1', ...listed }] } };
+    const node = aNode('n1', { [STATE]: state }, annotation === undefined ? {} : { [KEYS.upgradeReason]: annotation });
+    const [view] = buildRolloutViews({ ...snapshot([node], []), rollouts: [withStatus] }, NOW);
+    expect(view?.nodes[0]?.reason).toBe(shown);
   });
 
   it('counts from the nodes when the coordinator wrote no status yet, and shows a refused spec', () => {

@@ -141,13 +141,17 @@ describe('cordons, pods and the end state', () => {
     expect(protectedPodRemoval(gpuPod, rollout, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/mig-1g.10gb'] }), rollout, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ resourceNames: ['example.com/fpga'] }), rollout, opts)).toMatch(/not a device pod/);
-    const rdma = readRollout({ driverName: 'ofed', upgradePolicy: { podDeletion: { resourcePrefixes: ['rdma/'], podSelector: 'uses in (rdma, roce)' } } });
+    const rdma = readRollout({ driverName: 'ofed', upgradePolicy: { podDeletion: { enable: true, resourcePrefixes: ['rdma/'], podSelector: 'uses in (rdma, roce)' }, drain: { enable: false } } });
     expect(protectedPodRemoval(pod({ resourceNames: ['rdma/hca'] }), rdma, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ labels: { uses: 'roce' } }), rdma, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), rdma, opts)).toMatch(/not a device pod/);
+    const ofedDeleting = readRollout({ driverName: 'ofed', upgradePolicy: { podDeletion: { enable: true }, drain: { enable: false } } });
+    expect(protectedPodRemoval(pod({ resourceNames: ['rdma/rdma_shared_device_a'] }), ofedDeleting, opts)).toBeUndefined();
+    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), ofedDeleting, opts)).toMatch(/not a device pod/);
+    // A NIC driver's defaults are the Network Operator's: no pod deletion, the drain removes any pod.
     const ofed = readRollout({ driverName: 'ofed' });
-    expect(protectedPodRemoval(pod({ resourceNames: ['rdma/rdma_shared_device_a'] }), ofed, opts)).toBeUndefined();
-    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), ofed, opts)).toMatch(/not a device pod/);
+    expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), ofed, opts)).toBeUndefined();
+    expect(readRollout({ driverName: 'ofed' }).removal).toMatchObject({ podDeletion: { enable: false }, drain: { enable: true } });
     const other = readRollout({ driverName: 'tabc' });
     expect(protectedPodRemoval(pod({ resourceNames: ['nvidia.com/gpu'] }), other, opts)).toBeUndefined();
     expect(protectedPodRemoval(pod({ resourceNames: ['openshift.io/sriov'] }), other, opts)).toBeUndefined();

@@ -17,8 +17,11 @@ import { evolve, execute, randomFrom } from '../../coordinator/plan/simulate.ts'
 interface Writes {
   readonly perNode: Map<string, { patches: number; events: number; pods: number }>;
   readonly storedStates: Set<string>;
-  /** The states the "updated node state label" Events name. */
+  /** The states the "updated node state label" Events report as stored. */
   readonly reportedStates: Set<string>;
+  /** Per node: every state its setState actions entered, and every state its Events name (the stored one and the path its write passed). */
+  readonly entered: Map<string, Set<string>>;
+  readonly named: Map<string, Set<string>>;
   readonly final: ClusterSnapshot;
 }
 
@@ -29,6 +32,13 @@ function rollOut(start: ClusterSnapshot, policy: DriverRolloutPolicy): Writes {
   const perNode = new Map<string, { patches: number; events: number; pods: number }>();
   const storedStates = new Set<string>();
   const reportedStates = new Set<string>();
+  const entered = new Map<string, Set<string>>();
+  const named = new Map<string, Set<string>>();
+  const add = (map: Map<string, Set<string>>, node: string, states: readonly string[]): void => {
+    const set = map.get(node) ?? new Set<string>();
+    for (const s of states) set.add(s);
+    map.set(node, set);
+  };
   for (let pass = 0; pass < 400; pass++) {
     const plan = planUpgrades(snapshot, policy, now);
     if (plan.nodePlans.length === 0 && snapshot.nodes.every((n) => stateOf(n.labels, KEYS.upgradeState) === 'upgrade-done')) break;
@@ -36,14 +46,25 @@ function rollOut(start: ClusterSnapshot, policy: DriverRolloutPolicy): Writes {
       const count = perNode.get(node) ?? { patches: 0, events: 0, pods: 0 };
       for (const group of coalesceNodeActions(actions)) {
         countWrite(group, count, storedStates);
-        if ('kind' in group && group.kind === 'emitEvent' && group.reportsState !== undefined) reportedStates.add(group.reportsState);
+        if ('kind' in group && group.kind === 'emitEvent' && group.reportsState !== undefined) {
+          reportedStates.add(group.reportsState);
+          add(named, node, statesIn(group.message));
+        }
+        if (!('kind' in group)) add(entered, node, group.flatMap((a) => (a.kind === 'setState' ? [a.to] : [])));
       }
       perNode.set(node, count);
     }
     snapshot = evolve(execute(snapshot, plan, now), random, { progress: 1 });
     now += 1_000;
   }
-  return { perNode, storedStates, reportedStates, final: snapshot };
+  return { perNode, storedStates, reportedStates, entered, named, final: snapshot };
+}
+
+/** "…label to [X]" → [X]; "…label to [X]: A → B (why) → X" → [A, B, X]. */
+function statesIn(message: string): string[] {
+  const match = /label to \[([a-z-]+)\](?:: (.*))?$/.exec(message);
+  if (match === null) return [];
+  return match[2] === undefined ? [match[1] ?? ''] : match[2].split(' → ').map((step) => step.replace(/ \(.*\)$/, ''));
 }
 
 /** One executor request: a merge patch (noting the state label it stores), an Event, or a pod action; a check (requireSamePods) sends nothing. */
@@ -78,6 +99,9 @@ describe('API writes per upgraded node', () => {
     expect([...writes.storedStates]).toEqual(expect.arrayContaining(['upgrade-required', 'cordon-required', 'pod-restart-required', 'upgrade-done']));
     // upgrade-required is stored for the nodes that wait for a slot, and reported for them only.
     expect([...writes.reportedStates].filter((s) => !writes.storedStates.has(s))).toEqual([]);
+    // Yet every state a node entered, stored or passed in a write, is named by one of its Events.
+    for (const [node, states] of writes.entered) expect([...states].filter((s) => writes.named.get(node)?.has(s) !== true), node).toEqual([]);
+    expect(writes.named.get('n00')).toEqual(new Set(['upgrade-done', 'upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'pod-restart-required', 'validation-required', 'uncordon-required', ...('podDeletion' in extra ? ['drain-required'] : [])]));
   });
 
   it('with pod deletion on and device pods to delete, pod-deletion-required is stored as before', () => {

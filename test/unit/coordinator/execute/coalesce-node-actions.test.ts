@@ -27,18 +27,21 @@ describe('coalesceNodeActions', () => {
   describe('Events that report a state label', () => {
     const to = (from: UpgradeState, next: UpgradeState): NodeAction => ({ kind: 'setState', node: 'n1', labelKey: keys.upgradeState, from, to: next, fromSince: null, upgradeStartedAt: null });
     const stored = (s: UpgradeState): NodeAction => ({ kind: 'emitEvent', node: 'n1', type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${s}]`, reportsState: s });
+    /** The stored state's Event as sent for a patch that passed several states: it names them all, in order. */
+    const passing = (s: UpgradeState, path: string): NodeAction => ({ kind: 'emitEvent', node: 'n1', type: 'Normal', reason: 'GPUDriverUpgrade', message: `Successfully updated node state label to [${s}]: ${path}`, reportsState: s });
+    const skipping = (from: UpgradeState, next: UpgradeState, why: string): NodeAction => ({ kind: 'setState', node: 'n1', labelKey: keys.upgradeState, from, to: next, fromSince: null, upgradeStartedAt: null, skipped: why });
     const warning: NodeAction = { kind: 'emitEvent', node: 'n1', type: 'Warning', reason: 'GPUDriverUpgrade', message: 'gave up waiting' };
 
     it.each<[string, NodeAction[], unknown[]]>([
       [
-        'a state entered and left within one patch is never stored: only the stored state is reported',
+        'a state entered and left within one patch is never stored: one Event, for the stored state, naming the path',
         [to('upgrade-done', 'upgrade-required'), stored('upgrade-required'), ann, to('upgrade-required', 'cordon-required'), stored('cordon-required')],
-        [[to('upgrade-done', 'upgrade-required'), ann, to('upgrade-required', 'cordon-required')], stored('cordon-required')],
+        [[to('upgrade-done', 'upgrade-required'), ann, to('upgrade-required', 'cordon-required')], passing('cordon-required', 'upgrade-done → upgrade-required → cordon-required')],
       ],
       [
-        'uncordon-required on the way to upgrade-done: only upgrade-done is reported',
-        [to('pod-restart-required', 'uncordon-required'), stored('uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done'), stored('upgrade-done')],
-        [[to('pod-restart-required', 'uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done')], stored('upgrade-done')],
+        'uncordon-required on the way to upgrade-done: upgrade-done is reported, naming uncordon-required',
+        [to('validation-required', 'uncordon-required'), stored('uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done'), stored('upgrade-done')],
+        [[to('validation-required', 'uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done')], passing('upgrade-done', 'validation-required → uncordon-required → upgrade-done')],
       ],
       [
         'a start with its cordon: cordon-required is stored with the cordon and reported',
@@ -53,7 +56,26 @@ describe('coalesceNodeActions', () => {
       [
         'other Events (Warnings) are always sent',
         [to('wait-for-jobs-required', 'pod-deletion-required'), stored('pod-deletion-required'), warning, to('pod-deletion-required', 'drain-required'), stored('drain-required')],
-        [[to('wait-for-jobs-required', 'pod-deletion-required'), to('pod-deletion-required', 'drain-required')], warning, stored('drain-required')],
+        [[to('wait-for-jobs-required', 'pod-deletion-required'), to('pod-deletion-required', 'drain-required')], warning, passing('drain-required', 'wait-for-jobs-required → pod-deletion-required → drain-required')],
+      ],
+      [
+        'states skipped with nothing to do are named with why, the state stored before the patch first',
+        [
+          skipping('cordon-required', 'wait-for-jobs-required', 'already cordoned'),
+          skipping('wait-for-jobs-required', 'pod-deletion-required', 'no job pods to wait for'),
+          skipping('pod-deletion-required', 'pod-restart-required', 'no device pods to delete'),
+          stored('pod-restart-required'),
+          del,
+        ],
+        [
+          [
+            skipping('cordon-required', 'wait-for-jobs-required', 'already cordoned'),
+            skipping('wait-for-jobs-required', 'pod-deletion-required', 'no job pods to wait for'),
+            skipping('pod-deletion-required', 'pod-restart-required', 'no device pods to delete'),
+          ],
+          passing('pod-restart-required', 'cordon-required (already cordoned) → wait-for-jobs-required (no job pods to wait for) → pod-deletion-required (no device pods to delete) → pod-restart-required'),
+          del,
+        ],
       ],
     ])('%s', (_name, actions, expected) => {
       expect(coalesceNodeActions(actions)).toEqual(expected);

@@ -50,7 +50,7 @@ describe('an unreadable paused-operands record is never read as "nothing paused"
   it.each(UNREADABLE)('restoring after $record leaves the labels paused and drops the record, with one Warning naming both', ({ record, says }) => {
     const node = aNode('n1').inState('pod-restart-required').cordoned().labelled({ [PLUGIN]: PAUSED, [DCGM]: PAUSED }).annotated({ [KEYS.pausedOperands]: record });
     const plan = planAt(aCluster([node]), aPolicy({}));
-    expect(effectsOf(plan, 'n1')).toEqual(['state:uncordon-required', 'uncordon', 'state:upgrade-done']);
+    expect(effectsOf(plan, 'n1')).toEqual(['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done']);
     expect(annotationWrites(plan, 'n1')[KEYS.pausedOperands]).toBeNull();
     const sent = warnings(actionsOf(plan, 'n1'));
     expect(sent).toHaveLength(1);
@@ -98,7 +98,7 @@ const CASES: readonly TransitionCase[] = [
   {
     name: 'new driver Ready → previous label values restored, the record removed',
     node: aNode('n1').inState('pod-restart-required').cordoned().labelled({ [PLUGIN]: 'paused-for-driver-upgrade', [DCGM]: 'paused-for-driver-upgrade' }).annotated({ [KEYS.pausedOperands]: JSON.stringify({ [PLUGIN]: 'true', [DCGM]: 'false' }) }),
-    effects: [`label:${PLUGIN}=true`, `label:${DCGM}=false`, 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    effects: [`label:${PLUGIN}=true`, `label:${DCGM}=false`, 'state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     annotations: { [KEYS.pausedOperands]: null },
   },
   {
@@ -200,7 +200,7 @@ describe('device clients recreated by their DaemonSet', () => {
   it('the record goes with the step when the new driver is Ready', () => {
     const node = aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.operandPauseStartTime]: secondsAgo(60), [KEYS.clientsRecreated]: 'work/exporter', [KEYS.clientsStopped]: 'work/exporter-a' }).with(replacement());
     const plan = planAt(aCluster([node]), aPolicy(CLIENTS));
-    expect(effectsOf(plan, 'n1')).toEqual(['state:uncordon-required', 'uncordon', 'state:upgrade-done']);
+    expect(effectsOf(plan, 'n1')).toEqual(['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done']);
     expect(annotationWrites(plan, 'n1')[KEYS.clientsRecreated]).toBeNull();
     expect(annotationWrites(plan, 'n1')[KEYS.clientsStopped]).toBeNull();
   });

@@ -159,7 +159,7 @@ describe('failure budget', () => {
     );
     expect(started(plan)).toEqual([]);
     expect(reasonOf(plan, 'next')?.code).toBe('halted');
-    expect(statesOf(plan, 'busy')).toEqual(['uncordon-required', 'upgrade-done']);
+    expect(statesOf(plan, 'busy')).toEqual(['validation-required', 'uncordon-required', 'upgrade-done']);
     expect(plan.status.halted).toBe(true);
     expect(plan.status.conditions.find((c) => c.type === 'Halted')).toMatchObject({ status: 'True', reason: 'FailureBudgetReached' });
   });

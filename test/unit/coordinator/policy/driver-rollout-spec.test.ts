@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GPU_RESOURCE_PREFIXES, NIC_RESOURCE_PREFIXES } from '../../../../coordinator/policy/device-resource-prefixes.ts';
+import { GPU_OPERAND_LABELS } from '../../../../coordinator/policy/driver-defaults.ts';
 import { parseDriverRolloutSpec } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { SPEC_SAMPLES } from './spec-samples.ts';
 
@@ -20,13 +21,14 @@ describe('parseDriverRolloutSpec', () => {
       driverName: 'GPU',
       selector: {},
       upgradePolicy: { maxUnavailable: '120%', drain: { timeoutSeconds: -1 } },
-      pools: [{ name: 'a', nodeSelector: {} }, { name: 'a', nodeSelector: {} }],
+      pools: [{ name: 'a', nodeSelector: { matchLabels: { rack: 'a' } } }, { name: 'a', nodeSelector: {} }],
     });
     expect(result.ok ? [] : result.problems.map((p) => p.path)).toEqual([
       'spec.driverName',
       'spec.selector',
       'spec.upgradePolicy.maxUnavailable',
       'spec.upgradePolicy.drain.timeoutSeconds',
+      'spec.pools[1].nodeSelector',
       'spec.pools[1].name',
     ]);
   });
@@ -53,6 +55,29 @@ describe('parseDriverRolloutSpec', () => {
     expect(p.maxFailedNodes).toBeNull();
     expect(p.priorityLabel).toBeNull();
     expect(p.pools).toEqual([]);
+  });
+
+  // Each driver's defaults follow the operator it comes from (driver-defaults.ts): a NIC driver
+  // (Network Operator) drains and has no pod-deletion step; a GPU driver (GPU Operator) deletes
+  // GPU pods and does not drain; a field the spec sets wins.
+  it.each([
+    { driverName: 'gpu', upgradePolicy: {}, podDeletion: true, drain: false, operands: GPU_OPERAND_LABELS },
+    { driverName: 'nvidia', upgradePolicy: {}, podDeletion: true, drain: false, operands: GPU_OPERAND_LABELS },
+    { driverName: 'ofed', upgradePolicy: {}, podDeletion: false, drain: true, operands: [] },
+    { driverName: 'ofed', upgradePolicy: { podDeletion: {}, drain: { force: true } }, podDeletion: false, drain: true, operands: [] },
+    { driverName: 'mofed', upgradePolicy: {}, podDeletion: false, drain: true, operands: [] },
+    { driverName: 'doca', upgradePolicy: {}, podDeletion: false, drain: true, operands: [] },
+    { driverName: 'sample', upgradePolicy: {}, podDeletion: true, drain: false, operands: [] },
+    { driverName: 'ofed', upgradePolicy: { podDeletion: { enable: true }, drain: { enable: false } }, podDeletion: true, drain: false, operands: [] },
+    { driverName: 'gpu', upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true } }, podDeletion: false, drain: true, operands: GPU_OPERAND_LABELS },
+  ])('$driverName with upgradePolicy $upgradePolicy: podDeletion $podDeletion, drain $drain', ({ driverName, upgradePolicy, podDeletion, drain, operands }) => {
+    const result = parseDriverRolloutSpec({ driverName, selector: { matchLabels: { app: 'd' } }, upgradePolicy });
+    if (!result.ok) throw new Error('expected a valid spec');
+    expect(result.policy.podDeletion !== null).toBe(podDeletion);
+    expect(result.policy.drain.enable).toBe(drain);
+    expect(result.policy.clients.operandLabels).toEqual(operands);
+    // Left absent in the spec (the CRD has no default for them), so a stored spec says what the user wrote.
+    expect(result.policy.spec.upgradePolicy.podDeletion.enable).toBe((upgradePolicy as { podDeletion?: { enable?: boolean } }).podDeletion?.enable);
   });
 
   // A NIC driver's restart must not delete GPU pods, nor a GPU driver's miss none of its own.
@@ -85,8 +110,8 @@ describe('parseDriverRolloutSpec', () => {
     const result = parseDriverRolloutSpec({
       driverName: 'ofed',
       selector: { matchLabels: { app: 'ofed' } },
-      upgradePolicy: { maxUnavailable: 2, maxParallelUpgrades: 3, podDeletion: {} },
-      pools: [{ name: 'a', nodeSelector: { matchLabels: { rack: 'a' } } }, { name: 'b', nodeSelector: {}, maxUnavailable: '10%', maxParallelUpgrades: 0 }],
+      upgradePolicy: { maxUnavailable: 2, maxParallelUpgrades: 3, podDeletion: { enable: true } },
+      pools: [{ name: 'a', nodeSelector: { matchLabels: { rack: 'a' } } }, { name: 'b', nodeSelector: { matchLabels: { rack: 'b' } }, maxUnavailable: '10%', maxParallelUpgrades: 0 }],
     });
     if (!result.ok) throw new Error('expected a valid spec');
     expect(result.policy.pools.map((p) => [p.name, p.maxUnavailable, p.maxParallelUpgrades])).toEqual([

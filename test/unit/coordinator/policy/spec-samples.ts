@@ -13,6 +13,7 @@ export interface SpecSample {
 
 const base = { driverName: 'gpu', selector: { matchLabels: { app: 'gpu-driver' } } };
 const withPolicy = (upgradePolicy: object) => ({ ...base, upgradePolicy });
+const rack = { matchLabels: { rack: 'a' } };
 
 export const SPEC_SAMPLES: readonly SpecSample[] = [
   { name: 'minimal', spec: base, invalidAt: null },
@@ -73,12 +74,18 @@ export const SPEC_SAMPLES: readonly SpecSample[] = [
   { name: 'selector In without values', spec: { ...base, selector: { matchExpressions: [{ key: 'app', operator: 'In' }] } }, invalidAt: 'spec.selector.matchExpressions[0]' },
   { name: 'selector Exists with values', spec: { ...base, selector: { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['x'] }] } }, invalidAt: 'spec.selector.matchExpressions[0]' },
   { name: 'selector unknown operator', spec: { ...base, selector: { matchExpressions: [{ key: 'app', operator: 'Is', values: ['x'] }] } }, invalidAt: 'spec.selector.matchExpressions[0].operator' },
-  { name: 'duplicate pool names', spec: { ...base, pools: [{ name: 'a', nodeSelector: {} }, { name: 'a', nodeSelector: {} }] }, invalidAt: 'spec.pools[1].name' },
-  { name: 'pool named default', spec: { ...base, pools: [{ name: 'default', nodeSelector: {} }] }, invalidAt: 'spec.pools[0].name' },
-  { name: 'pool name not a DNS label', spec: { ...base, pools: [{ name: 'Rack_A', nodeSelector: {} }] }, invalidAt: 'spec.pools[0].name' },
+  { name: 'duplicate pool names', spec: { ...base, pools: [{ name: 'a', nodeSelector: rack }, { name: 'a', nodeSelector: rack }] }, invalidAt: 'spec.pools[1].name' },
+  { name: 'pool named default', spec: { ...base, pools: [{ name: 'default', nodeSelector: rack }] }, invalidAt: 'spec.pools[0].name' },
+  { name: 'pool name not a DNS label', spec: { ...base, pools: [{ name: 'Rack_A', nodeSelector: rack }] }, invalidAt: 'spec.pools[0].name' },
   { name: 'pool without nodeSelector', spec: { ...base, pools: [{ name: 'a' }] }, invalidAt: 'spec.pools[0].nodeSelector' },
-  { name: 'pool maxUnavailable 101%', spec: { ...base, pools: [{ name: 'a', nodeSelector: {}, maxUnavailable: '101%' }] }, invalidAt: 'spec.pools[0].maxUnavailable' },
-  { name: 'pool maxParallelUpgrades -2', spec: { ...base, pools: [{ name: 'a', nodeSelector: {}, maxParallelUpgrades: -2 }] }, invalidAt: 'spec.pools[0].maxParallelUpgrades' },
+  { name: 'pool with an empty nodeSelector (it would match every node)', spec: { ...base, pools: [{ name: 'a', nodeSelector: {} }] }, invalidAt: 'spec.pools[0].nodeSelector' },
+  { name: 'second pool with empty matchLabels and matchExpressions', spec: { ...base, pools: [{ name: 'a', nodeSelector: rack }, { name: 'b', nodeSelector: { matchLabels: {}, matchExpressions: [] } }] }, invalidAt: 'spec.pools[1].nodeSelector' },
+  { name: 'gpu loads after ofed', spec: { ...base, loadsAfter: ['ofed'] }, invalidAt: null },
+  { name: 'loadsAfter a name no driver can have', spec: { ...base, loadsAfter: ['OFED'] }, invalidAt: 'spec.loadsAfter[0]' },
+  { name: 'a driver that loads after itself', spec: { ...base, loadsAfter: ['ofed', 'gpu'] }, invalidAt: 'spec.loadsAfter[1]', runtimeOnly: true },
+  { name: 'NIC driver with podDeletion and drain left to its defaults', spec: { driverName: 'ofed', selector: { matchLabels: { app: 'ofed' } }, upgradePolicy: { podDeletion: {}, drain: { force: true } } }, invalidAt: null },
+  { name: 'pool maxUnavailable 101%', spec: { ...base, pools: [{ name: 'a', nodeSelector: rack, maxUnavailable: '101%' }] }, invalidAt: 'spec.pools[0].maxUnavailable' },
+  { name: 'pool maxParallelUpgrades -2', spec: { ...base, pools: [{ name: 'a', nodeSelector: rack, maxParallelUpgrades: -2 }] }, invalidAt: 'spec.pools[0].maxParallelUpgrades' },
   { name: 'maxFailedNodes 0', spec: { ...base, maxFailedNodes: 0 }, invalidAt: 'spec.maxFailedNodes' },
   { name: 'priorityLabel not a label key', spec: { ...base, priorityLabel: 'not a label' }, invalidAt: 'spec.priorityLabel' },
   { name: 'drain podSelector with broken syntax', spec: withPolicy({ drain: { podSelector: 'app in (a' } }), invalidAt: 'spec.upgradePolicy.drain.podSelector', runtimeOnly: true },
@@ -97,7 +104,7 @@ export const SPEC_SAMPLES: readonly SpecSample[] = [
   { name: 'driverName empty', spec: { ...base, driverName: '' }, invalidAt: 'spec.driverName' },
   { name: 'driverName with a slash', spec: { ...base, driverName: 'gpu/x' }, invalidAt: 'spec.driverName' },
   { name: 'driverName 10,000 characters', spec: { ...base, driverName: 'a'.repeat(10_000) }, invalidAt: 'spec.driverName' },
-  { name: 'pool name 300 characters', spec: { ...base, pools: [{ name: 'a'.repeat(300), nodeSelector: {} }] }, invalidAt: 'spec.pools[0].name' },
+  { name: 'pool name 300 characters', spec: { ...base, pools: [{ name: 'a'.repeat(300), nodeSelector: rack }] }, invalidAt: 'spec.pools[0].name' },
   { name: 'keyDomain 400 characters', spec: { ...base, keyDomain: `${'a.'.repeat(200)}com` }, invalidAt: 'spec.keyDomain' },
   { name: 'selector label value a number', spec: { ...base, selector: { matchLabels: { app: 5 } } }, invalidAt: 'spec.selector.matchLabels.app' },
   { name: 'drain podSelector a number', spec: withPolicy({ drain: { podSelector: 5 } }), invalidAt: 'spec.upgradePolicy.drain.podSelector' },

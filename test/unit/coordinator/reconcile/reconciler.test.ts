@@ -112,7 +112,7 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     await cluster.writer.patchNode('n1', { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
     // The node then runs through its (instant, in memory) upgrade: look for the first stored
     // transition's Event (upgrade-required is passed through in the same patch, never stored).
-    const ms = await waitFor(() => cluster.writer.events.slice(before).some((e) => e.message === 'Successfully updated node state label to [cordon-required]'));
+    const ms = await waitFor(() => cluster.writer.events.slice(before).some((e) => e.message.startsWith('Successfully updated node state label to [cordon-required]')));
     // Fake time: the 20 ms debounce (and a step of slack), no poll interval.
     expect(ms).toBeLessThanOrEqual(21);
   });
@@ -202,7 +202,7 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     const before = cluster.writer.events.length;
     await cluster.writer.patchNode('n2', { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
     // n2 goes through its whole (instant, in memory) upgrade while n1's uncordon is unanswered.
-    await waitFor(() => cluster.writer.events.slice(before).some((e) => e.target.name === 'n2' && e.message === 'Successfully updated node state label to [upgrade-done]'));
+    await waitFor(() => cluster.writer.events.slice(before).some((e) => e.target.name === 'n2' && e.message.startsWith('Successfully updated node state label to [upgrade-done]')));
     expect(cluster.stateOf('n1')).toBe('uncordon-required');
     expect(n1Patches).toBe(1); // not planned again while its write is under way
     release();
@@ -260,7 +260,7 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     };
     const before = cluster.writer.events.length;
     for (const n of ['n1', 'n2']) await cluster.writer.patchNode(n, { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
-    await waitFor(() => ['n1', 'n2'].every((n) => cluster.writer.events.slice(before).some((e) => e.target.name === n && e.message === 'Successfully updated node state label to [upgrade-done]')));
+    await waitFor(() => ['n1', 'n2'].every((n) => cluster.writer.events.slice(before).some((e) => e.target.name === n && e.message.startsWith('Successfully updated node state label to [upgrade-done]'))));
     expect(most).toBe(1);
     await cluster.stop();
   });
@@ -281,7 +281,7 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     for (const n of ['n1', 'n2']) await cluster.writer.patchNode(n, { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
     // Both nodes upgrade one after the other while the first status patch is unanswered
     // (the old reconciler's pass waited for it, and nothing moved).
-    await waitFor(() => ['n1', 'n2'].every((n) => cluster.writer.events.slice(before).some((e) => e.target.name === n && e.message === 'Successfully updated node state label to [upgrade-done]')));
+    await waitFor(() => ['n1', 'n2'].every((n) => cluster.writer.events.slice(before).some((e) => e.target.name === n && e.message.startsWith('Successfully updated node state label to [upgrade-done]'))));
     expect(held).toHaveLength(1); // one write per rollout at a time
     while (held.length > 0) {
       held.shift()?.();

@@ -31,9 +31,9 @@ const CASES: readonly TransitionCase[] = [
     reason: 'upgrade-failed',
   },
   {
-    name: 'new pod Ready, no validation → uncordon-required → upgrade-done',
+    name: 'new pod Ready, no validation → validation-required (passed) → uncordon-required → upgrade-done',
     node: aNode('n1').inState('pod-restart-required').cordoned(),
-    effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    effects: ['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
   },
   {
     name: 'new pod Ready, validation configured → validation-required',
@@ -126,7 +126,7 @@ const CASES: readonly TransitionCase[] = [
   {
     name: 'Ready after a failure → moves on; both timers are removed',
     node: aNode('n1').inState('pod-restart-required').cordoned().annotated({ [KEYS.podRestartStartTime]: secondsAgo(300), [KEYS.driverFailingSince]: secondsAgo(100) }),
-    effects: ['state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    effects: ['state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     annotations: { [KEYS.podRestartStartTime]: null, [KEYS.driverFailingSince]: null },
   },
   {

@@ -13,7 +13,7 @@ const CASES: readonly TransitionCase[] = [
   {
     name: 'safe-load annotation with a current pod → upgrade-required, cordoned, the load released, uncordoned',
     node: aNode('n1').waitingForSafeLoad(),
-    effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'clearSafeLoad', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'clearSafeLoad', 'state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
   },
   { name: 'no driver pod → waits', node: aNode('n1').withoutDriverPod(), effects: [], reason: 'no-driver-pod' },
 ];

@@ -13,7 +13,7 @@ const CASES: readonly TransitionCase[] = [
   {
     name: 'upgrade-requested annotation → upgrade-required; the annotation is consumed at the start',
     node: aNode('n1').inState('upgrade-done').annotated({ [KEYS.upgradeRequested]: 'true' }),
-    effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
+    effects: ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON, 'state:validation-required', 'state:uncordon-required', 'uncordon', 'state:upgrade-done'],
     annotations: { [KEYS.upgradeRequested]: null },
   },
   {
