@@ -22,6 +22,13 @@ import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
  * rolls back drivers the way the agent does on a node, with its module trees and rollback record
  * under /var/lib/driver-rollout (on that disk); the second boot, on the same disk, is the node
  * after a reboot: udev-style coldplug must load nothing of ours.
+ *
+ * The reload writes nothing to the host's persistent trees: /lib/modules and the modprobe and
+ * modules-load directories (/etc/modprobe.d, /etc/modules-load.d, /lib/modprobe.d, /etc/modules)
+ * are compared byte for byte. The one host file the project owns is
+ * /etc/modprobe.d/driver-rollout-<driver>-blacklist.conf, written by the agent (not the reload)
+ * after a verified load only when HOST_BLACKLIST_DIR is set, and removed on uninstall
+ * (agent/kernel/host-blacklist.ts; test/unit/agent/kernel/read-module-config.test.ts).
  */
 
 const CORE = 'drsample_core';
