@@ -30,7 +30,7 @@ export interface DriverImage {
   readonly reference: string;
   /** The docker-archive tarball, when asked for (`--archive-dir`). */
   readonly archive?: string;
-  /** The image's size as buildah stores it (all layers, the agent image's included). */
+  /** The docker-archive's size (all layers, the agent image's included); 0 without --archive-dir. */
   readonly sizeBytes: number;
   readonly buildSeconds: number;
 }
@@ -110,9 +110,10 @@ export async function buildDriverImages(options: BuildDriverImagesOptions): Prom
       await rename(`${archive}.part`, archive);
     }
     if (options.push) await buildah(['push', '--quiet', reference]);
-    const sizeBytes = Number(await buildah(['inspect', '--type', 'image', '--format', '{{.Size}}', reference])) || (archive === undefined ? 0 : (await stat(archive)).size);
+    // The image's size as a runtime pulls it: its docker-archive, all layers (the agent image's included).
+    const sizeBytes = archive === undefined ? 0 : (await stat(archive)).size;
     const buildSeconds = Math.round((performance.now() - started) / 100) / 10;
-    options.log(`${reference}: ${Math.round(sizeBytes / 1e6)} MB, built in ${buildSeconds} s`);
+    options.log(`${reference}: ${sizeBytes === 0 ? '' : `${Math.round(sizeBytes / 1e6)} MB, `}built in ${buildSeconds} s`);
     images.push({ flavour, reference, sizeBytes, buildSeconds, ...(archive === undefined ? {} : { archive }) });
   }
   return images;

@@ -23,7 +23,10 @@ flock 9
 if [ -f "$out/.complete" ]; then log "warm driver images (built by a concurrent run): $out"; echo "$out"; exit 0; fi
 
 started=$SECONDS
-(cd "$repo" && node drivers/build-driver-images.ts --agent-image "docker-archive:$agent_out/agent.tar" --archive-dir "$out") \
+# Node 24 from the repository's devDependencies (the machine's node may be older).
+node=$repo/node_modules/.bin/node
+[ -x "$node" ] || node=node
+(cd "$repo" && "$node" drivers/build-driver-images.ts --agent-image "docker-archive:$agent_out/agent.tar" --archive-dir "$out") \
   | while read -r flavour reference archive; do printf '%s=%s %s\n' "$flavour" "$reference" "$archive"; done > "$out/images.env"
 touch "$out/.complete"
 # Keep this build and the one before it (each flavour's archive carries the agent image too).
