@@ -52,6 +52,12 @@ describe('buildRolloutViews', () => {
     expect(view).toMatchObject({ namespace: 'dr', name: 'gpu', driver: 'gpu', keyDomain: 'nvidia.com', total: 4, done: 1, inProgress: 1, paused: false, invalidSpec: null });
   });
 
+  it('shows a state start time that is not unix seconds as the node\'s reason, with no time in state', () => {
+    const nodes = [aNode('n1', { [STATE]: 'drain-required' }, { [KEYS.stateStartTime]: 'soon' })];
+    const [view] = buildRolloutViews(snapshot(nodes, []), NOW);
+    expect(view?.nodes[0]).toMatchObject({ secondsInState: null, reason: `node/n1: annotation ${KEYS.stateStartTime} is not unix seconds: "soon"` });
+  });
+
   it('counts from the nodes when the coordinator wrote no status yet, and shows a refused spec', () => {
     const fresh: RolloutObject = {
       ...rollout,
