@@ -1,6 +1,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { compileLabelSelector, matchesSelector, type LabelSelectorObject, type Selector } from '../coordinator/policy/label-selector.ts';
 import { DEFAULT_KEY_DOMAIN, driverKeys, isUpgradeState, NEXT_KERNEL_FAILED, type DriverKeys, type UpgradeState } from '../shared/keys.ts';
+import { NodeAnnotationProblem, readNodeAnnotation } from '../shared/node-annotations.ts';
 
 /** One node of a rollout as the plugin shows it. */
 export interface NodeView {
@@ -128,21 +129,26 @@ function nodeView(n: V1Node, ctx: NodeContext): NodeView {
   const annotations = n.metadata?.annotations ?? {};
   const stateLabel = labels[keys.upgradeState] ?? 'unknown';
   const state = isUpgradeState(stateLabel) ? stateLabel : 'unknown';
-  const since = Number(annotations[keys.stateStartTime]);
+  const since = readNodeAnnotation({ name, annotations }, keys, 'stateStartTime');
   // A Ready driver pod has every readiness gate True, the agent's driver-ready condition among them.
   const podReady = ctx.pod?.status?.conditions?.find((c) => c.type === 'Ready');
   return {
     name,
     pool: poolOf(ctx.pools, labels),
     state,
-    secondsInState: Number.isFinite(since) && since > 0 ? Math.max(0, Math.round(ctx.nowMs / 1000 - since)) : null,
-    reason: reasonOf(state, annotations[keys.upgradeReason], ctx.waiting.get(name)),
+    secondsInState: typeof since === 'number' && since > 0 ? Math.max(0, Math.round((ctx.nowMs - since) / 1000)) : null,
+    reason: reasonOf(state, textOf(readNodeAnnotation({ name, annotations }, keys, 'upgradeReason')), ctx.waiting.get(name)) || (state === 'upgrade-done' ? '' : (textOf(since) ?? '')),
     driverVersion: labels[keys.driverVersion] ?? null,
     driverReady: podReady === undefined ? labels[keys.driverReady] === 'true' : podReady.status === 'True',
     cordoned: n.spec?.unschedulable === true,
     skipped: labels[keys.upgradeSkip] === 'true',
     nextKernelFailed: nextKernelFailed(keys, labels),
   };
+}
+
+/** Text as read, or the problem's message (any text parses; an unreadable start time is shown as one). */
+function textOf(read: string | number | NodeAnnotationProblem | undefined): string | undefined {
+  return read instanceof NodeAnnotationProblem ? read.message : typeof read === 'string' ? read : undefined;
 }
 
 /** The agent's next-kernel preflight labels: the failing kernel it named (`''`: none named), null when not failed. */

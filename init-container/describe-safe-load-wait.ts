@@ -1,3 +1,4 @@
+import { NODE_ANNOTATIONS, parseNodeAnnotation } from '../shared/node-annotations.ts';
 import type { NodeView } from './node-api.ts';
 
 /** What the gate is waiting for and what it sees, as logged every 30 s (pino fields). */
@@ -17,7 +18,7 @@ export interface SafeLoadWaitReport {
 
 /** Safe to load once the annotation is gone or empty: the coordinator's way of saying "drained". */
 export function isSafeLoadCleared(node: NodeView, annotationKey: string): boolean {
-  const value = node.annotations[annotationKey];
+  const value = parseNodeAnnotation(NODE_ANNOTATIONS.waitForSafeLoad, `node/${node.name}`, annotationKey, node.annotations[annotationKey]);
   return value === undefined || value === '';
 }
 

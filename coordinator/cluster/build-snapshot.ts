@@ -1,5 +1,6 @@
 import type { KubernetesObject, V1ControllerRevision, V1Node, V1Pod } from '@kubernetes/client-node';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
+import { NODE_ANNOTATIONS, parseNodeAnnotation } from '../../shared/node-annotations.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
 import { markDeleting } from '../plan/mark-deleting.ts';
@@ -264,7 +265,7 @@ function isSortedByName(names: readonly string[]): boolean {
 function hasRolloutMark(node: V1Node, upgradeState: string, waitForSafeLoad: string): boolean {
   const state = node.metadata?.labels?.[upgradeState] ?? 'unknown';
   if (state !== 'unknown' && state !== '') return true;
-  return node.metadata?.annotations?.[waitForSafeLoad] !== undefined;
+  return parseNodeAnnotation(NODE_ANNOTATIONS.waitForSafeLoad, `node/${node.metadata?.name ?? ''}`, waitForSafeLoad, node.metadata?.annotations?.[waitForSafeLoad]) !== undefined;
 }
 
 function hasDriverPod(name: string, withDriverPod: readonly ReadonlySet<string>[]): boolean {

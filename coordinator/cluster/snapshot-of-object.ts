@@ -1,6 +1,6 @@
 import type { KubernetesObject, V1ContainerStatus, V1ControllerRevision, V1Node, V1Pod, V1PodCondition, V1PodDisruptionBudget } from '@kubernetes/client-node';
-import { parseLoadedDriver } from '../../shared/driver-identity.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
+import { LOADED_DRIVER, NodeAnnotationProblem, parseNodeAnnotation } from '../../shared/node-annotations.ts';
 import { compileLabelSelector } from '../policy/label-selector.ts';
 import type { DriverPodSnapshot, LoadedDriverSnapshot, NodeNotReadySnapshot, NodeSnapshot, PdbSnapshot, PodPhase, PodSnapshot } from '../plan/snapshot.ts';
 import { ObjectMemo } from './object-memo.ts';
@@ -91,9 +91,14 @@ export function mayBeDriverPod(facts: PodFacts): boolean {
   return (facts as PodRecord).driverParts !== null;
 }
 
-/** The agent's loaded-driver annotation `key`, parsed (not memoised here: build-snapshot.ts keeps it with the node's snapshot). */
+/**
+ * The agent's loaded-driver annotation `key`, parsed (not memoised here: build-snapshot.ts keeps it
+ * with the node's snapshot); null when absent or not the agent's record, which takes the full
+ * upgrade path (restart-only.ts), never a restart only.
+ */
 export function loadedDriverOf(node: V1Node, key: string): LoadedDriverSnapshot | null {
-  return parseLoadedDriver(node.metadata?.annotations?.[key]);
+  const read = parseNodeAnnotation(LOADED_DRIVER, `node/${node.metadata?.name ?? ''}`, key, node.metadata?.annotations?.[key]);
+  return read instanceof NodeAnnotationProblem ? null : (read ?? null);
 }
 
 const PHASES: readonly string[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];

@@ -7,6 +7,7 @@
  * the labels), so a restarted coordinator restores exactly what it paused.
  */
 import { OPERAND_PAUSED_VALUE } from '../../shared/keys.ts';
+import { COMMA_LIST, LABEL_VALUES, NodeAnnotationProblem, parseNodeAnnotation } from '../../shared/node-annotations.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
 import type { NodeAction } from './action.ts';
 import { isTerminal, listPods, usesDevice } from './device-pods.ts';
@@ -23,25 +24,9 @@ export function pausedOperands(
   annotations: Readonly<Record<string, string>>,
   key: string,
 ): { readonly labels: Readonly<Record<string, string>> } | { readonly problem: string } {
-  const raw = annotations[key];
-  if (raw === undefined) return { labels: {} };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    return { problem: `annotation ${key} is not JSON: ${JSON.stringify(raw)}` };
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    return { problem: `annotation ${key} is not a JSON object of label values: ${JSON.stringify(raw)}` };
-  }
-  const labels: Record<string, string> = {};
-  const bad: string[] = [];
-  for (const [label, value] of Object.entries(parsed as Record<string, unknown>)) {
-    if (typeof value === 'string') labels[label] = value;
-    else bad.push(label);
-  }
-  if (bad.length > 0) return { problem: `annotation ${key} holds a value that is not a string for ${bad.join(', ')}: ${JSON.stringify(raw)}` };
-  return { labels };
+  const read = parseNodeAnnotation(LABEL_VALUES, 'node', key, annotations[key]);
+  if (read instanceof NodeAnnotationProblem) return { problem: `annotation ${key} ${read.what}` };
+  return { labels: read ?? {} };
 }
 
 /**
@@ -146,10 +131,14 @@ function stoppedClients(annotations: Readonly<Record<string, string>>, key: stri
   return annotations[key] === undefined ? null : commaList(annotations, key);
 }
 
-/** A comma-separated annotation's entries; empty when absent or empty. */
+/**
+ * A comma-separated annotation's entries; empty when absent, empty, or not a list of
+ * `<namespace>/<name>`: a lost clientsRecreated record sends its Warnings again (and is rewritten),
+ * a lost clientsStopped record reads as no pod stopped (creation times decide).
+ */
 function commaList(annotations: Readonly<Record<string, string>>, key: string): ReadonlySet<string> {
-  const raw = annotations[key];
-  return new Set(raw === undefined || raw === '' ? [] : raw.split(','));
+  const read = parseNodeAnnotation(COMMA_LIST, 'node', key, annotations[key]);
+  return read instanceof NodeAnnotationProblem || read === undefined ? new Set() : read;
 }
 
 function podKey(pod: PodSnapshot): string {

@@ -3,17 +3,19 @@
  * safe load, or an admin/requestor set the upgrade-requested annotation.
  */
 import type { DriverKeys } from '../../shared/keys.ts';
+import { NODE_ANNOTATIONS, parseNodeAnnotation } from '../../shared/node-annotations.ts';
 import type { RemoveAnnotationAction } from './action.ts';
 import type { NodeContext } from './step.ts';
 
 /** Safe load: the init container set the annotation (any non-empty value) and blocks until we remove it. */
 export function isWaitingForSafeLoad(annotations: Readonly<Record<string, string>>, keys: DriverKeys): boolean {
-  const value = annotations[keys.waitForSafeLoad];
+  const value = parseNodeAnnotation(NODE_ANNOTATIONS.waitForSafeLoad, 'node', keys.waitForSafeLoad, annotations[keys.waitForSafeLoad]);
   return value !== undefined && value !== '';
 }
 
+/** `"true"` only; any other value (a problem: not `"true"` or `"false"`) requests nothing. */
 export function isUpgradeRequested(annotations: Readonly<Record<string, string>>, keys: DriverKeys): boolean {
-  return annotations[keys.upgradeRequested] === 'true';
+  return parseNodeAnnotation(NODE_ANNOTATIONS.upgradeRequested, 'node', keys.upgradeRequested, annotations[keys.upgradeRequested]) === true;
 }
 
 export function needsUpgrade(node: NodeContext, keys: DriverKeys): boolean {

@@ -4,6 +4,7 @@
  * own writes. Also used by applyPlan to replay a plan onto a snapshot.
  */
 import { isUpgradeState, type UpgradeState } from '../../shared/keys.ts';
+import { parseNodeAnnotation, UNIX_SECONDS } from '../../shared/node-annotations.ts';
 import type { NodeObjectAction } from './action.ts';
 import type { NodeSnapshot } from './snapshot.ts';
 
@@ -85,11 +86,10 @@ function writableAnnotations(view: NodeView): Record<string, string> {
   return view.annotations;
 }
 
-/** Reads a unix-seconds annotation as ms since epoch; null when absent or not a number. */
+/** Reads a unix-seconds annotation as ms since epoch; null when absent or not unix seconds (readTimer says so and starts afresh). */
 export function readUnixSeconds(annotations: Readonly<Record<string, string>>, key: string): number | null {
-  const raw = annotations[key];
-  if (raw === undefined || !/^\d+$/.test(raw.trim())) return null;
-  return Number(raw.trim()) * 1000;
+  const read = parseNodeAnnotation(UNIX_SECONDS, 'node', key, annotations[key]);
+  return typeof read === 'number' ? read : null;
 }
 
 /** ms since epoch → the unix-seconds string NVIDIA's start-time annotations hold. */

@@ -7,6 +7,7 @@
  * It still takes a slot (the node's driver pod is not Ready meanwhile).
  */
 import type { DriverKeys } from '../../shared/keys.ts';
+import { NODE_ANNOTATIONS, parseNodeAnnotation } from '../../shared/node-annotations.ts';
 import { isInUpgradeCycle, isUpgradeRequested, isWaitingForSafeLoad } from './needs-upgrade.ts';
 import type { LoadedDriverSnapshot } from './snapshot.ts';
 import type { NodeContext, StepContext } from './step.ts';
@@ -15,7 +16,7 @@ export const RESTART_ONLY_TEXT = 'restart only: driver unchanged';
 
 /** This node's upgrade cycle was started as a restart only. */
 export function isRestartOnlyCycle(annotations: Readonly<Record<string, string>>, keys: DriverKeys): boolean {
-  return annotations[keys.restartOnly] === 'true';
+  return parseNodeAnnotation(NODE_ANNOTATIONS.restartOnly, 'node', keys.restartOnly, annotations[keys.restartOnly]) === true;
 }
 
 /**

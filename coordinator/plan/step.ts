@@ -4,11 +4,12 @@
  * and turns their results into actions, reasons and timers.
  */
 import type { UpgradeState } from '../../shared/keys.ts';
+import { NodeAnnotationProblem, parseNodeAnnotation, UNIX_SECONDS } from '../../shared/node-annotations.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import type { NodeAction, ReasonCode } from './action.ts';
 import type { PoolAssignment } from './assign-pool.ts';
 import type { DriverPodStatus } from './driver-pod-status.ts';
-import { readUnixSeconds, toUnixSeconds, type NodeView } from './node-view.ts';
+import { toUnixSeconds, type NodeView } from './node-view.ts';
 import type { PdbSnapshot } from './snapshot.ts';
 
 export interface StepContext {
@@ -106,11 +107,19 @@ export interface Timer {
   readonly progress: string;
 }
 
+/**
+ * The timer whose start `key` records. A start that is not unix seconds starts the timer afresh,
+ * with a Warning Event that names it (once: the fresh start replaces it).
+ */
 export function readTimer(node: NodeContext, ctx: StepContext, key: string, timeoutSeconds: number): Timer {
-  const recorded = readUnixSeconds(node.view.annotations, key);
+  const name = node.view.snapshot.name;
+  const read = parseNodeAnnotation(UNIX_SECONDS, `node/${name}`, key, node.view.annotations[key]);
+  const recorded = typeof read === 'number' ? read : null;
   const start = recorded ?? ctx.now;
-  const actions: NodeAction[] =
-    recorded === null ? [{ kind: 'setAnnotation', node: node.view.snapshot.name, key, value: toUnixSeconds(ctx.now) }] : [];
+  const actions: NodeAction[] = recorded === null ? [{ kind: 'setAnnotation', node: name, key, value: toUnixSeconds(ctx.now) }] : [];
+  if (read instanceof NodeAnnotationProblem) {
+    actions.push({ kind: 'emitEvent', node: name, type: 'Warning', reason: ctx.policy.eventReason, message: `${read.message}; the timer starts afresh` });
+  }
   const deadline = timeoutSeconds === 0 ? null : start + timeoutSeconds * 1000;
   const elapsed = Math.max(0, Math.floor((ctx.now - start) / 1000));
   return {

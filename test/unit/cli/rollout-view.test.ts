@@ -67,6 +67,12 @@ describe('buildRolloutViews', () => {
     expect(view?.nodes[0]?.reason).toBe(shown);
   });
 
+  it('shows a state start time that is not unix seconds as the node\'s reason, with no time in state', () => {
+    const nodes = [aNode('n1', { [STATE]: 'drain-required' }, { [KEYS.stateStartTime]: 'soon' })];
+    const [view] = buildRolloutViews(snapshot(nodes, []), NOW);
+    expect(view?.nodes[0]).toMatchObject({ secondsInState: null, reason: `node/n1: annotation ${KEYS.stateStartTime} is not unix seconds: "soon"` });
+  });
+
   it('counts from the nodes when the coordinator wrote no status yet, and shows a refused spec', () => {
     const fresh: RolloutObject = {
       ...rollout,
