@@ -82,12 +82,12 @@ describe('the chart rendered with default values (deploy/kustomize)', () => {
     const daemonSets = rendered.filter((d) => d.kind === 'DaemonSet') as (Doc & { spec: { updateStrategy: unknown; template: { spec: { nodeSelector: unknown; readinessGates: unknown } } } })[];
     expect(daemonSets.map((d) => [d.metadata?.name, d.spec.template.spec.nodeSelector, d.spec.template.spec.readinessGates, d.spec.updateStrategy])).toEqual([
       ['driver-rollout-gpu', { 'kubernetes.io/os': 'linux', 'feature.node.kubernetes.io/pci-10de.present': 'true' }, [{ conditionType: 'nvidia.com/gpu-driver-ready' }], { type: 'OnDelete' }],
-      ['driver-rollout-ofed', { 'kubernetes.io/os': 'linux', 'feature.node.kubernetes.io/pci-15b3.present': 'true' }, [{ conditionType: 'nvidia.com/ofed-driver-ready' }], { type: 'OnDelete' }],
+      ['driver-rollout-nic', { 'kubernetes.io/os': 'linux', 'feature.node.kubernetes.io/pci-10ec.present': 'true' }, [{ conditionType: 'nvidia.com/nic-driver-ready' }], { type: 'OnDelete' }],
     ]);
     const rollouts = rendered.filter((d) => d.kind === 'DriverRollout');
     expect(rollouts.map((r) => [r.metadata?.name, r.spec?.driverName, r.spec?.selector])).toEqual([
       ['driver-rollout-gpu', 'gpu', { matchLabels: { 'app.kubernetes.io/name': 'driver-rollout-gpu', 'app.kubernetes.io/instance': 'driver-rollout' } }],
-      ['driver-rollout-ofed', 'ofed', { matchLabels: { 'app.kubernetes.io/name': 'driver-rollout-ofed', 'app.kubernetes.io/instance': 'driver-rollout' } }],
+      ['driver-rollout-nic', 'nic', { matchLabels: { 'app.kubernetes.io/name': 'driver-rollout-nic', 'app.kubernetes.io/instance': 'driver-rollout' } }],
     ]);
   });
 
