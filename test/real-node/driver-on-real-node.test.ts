@@ -55,6 +55,8 @@ const WORKLOAD_NS = 'workload';
 /** Names the chart gives (release `driver-rollout`, driver `gpu`). */
 const DS = 'driver-rollout-gpu';
 const NIC_DS = 'driver-rollout-nic';
+/** Each driver agent's HTTP port on the host network, the same for every install here (a re-apply keeps the port). */
+let agentPorts: Record<string, number>;
 const LEASE = 'driver-rollout-coordinator';
 /** The coordinator's PodDisruptionBudget (the chart names it like the Deployment and the Lease). */
 const COORDINATOR_PDB = 'driver-rollout-coordinator';
@@ -98,6 +100,7 @@ const stateEvents = async (): Promise<string[]> => {
 
 beforeAll(async () => {
   modulesBefore = await loadedModules();
+  agentPorts = { [DS]: await freePort(), [NIC_DS]: await freePort() };
   // The driver images the presets name (test/images/build-driver-images.sh; a cold build waits
   // for the NVIDIA modules the vendor-drivers setup builds in the background).
   const driverImages = await runCachedBuild(join(REPO, 'test/images/build-driver-images.sh'));
@@ -155,7 +158,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
       apiPort: cluster.apiPort,
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       hostDir: cluster.node.dir,
-      agentPort: await freePort(),
+      agentPorts,
       podApi: cluster.node.podApi,
       drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
     });
@@ -373,7 +376,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
       apiPort: cluster.apiPort,
       nodeSelector: { [REAL_NODE_LABEL]: 'true' },
       hostDir: cluster.node.dir,
-      agentPort: await freePort(),
+      agentPorts,
       podApi: cluster.node.podApi,
       drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
     });

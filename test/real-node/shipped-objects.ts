@@ -32,7 +32,7 @@ export interface RealNodeSite {
   /** The node's work dir: the agent's writable host paths go under `<hostDir>/host/`. */
   readonly hostDir: string;
   /** A free port on the machine for the agent's HTTP server (host network). */
-  readonly agentPort: number;
+  readonly agentPorts: Readonly<Record<string, number>>;
   /**
    * Where pods on the node's bridge reach the API server (test/bed/real-node/tcp-proxy.ts): `host`
    * is a name in its certificate, mapped to `ip` by a hostAlias.
@@ -84,17 +84,26 @@ function loopbackProbe(probe: V1Probe | undefined): void {
   if (probe?.httpGet !== undefined) probe.httpGet.host = '127.0.0.1';
 }
 
+/** The agent's writable host paths in the shipped manifests, moved under the node's work dir. */
+const WRITABLE_HOST_PATHS = new Set(['/run/driver-rollout', '/run/modprobe.d', '/var/lib/driver-rollout/cache', '/var/lib/driver-rollout/gpu/firmware']);
+
+/** Each driver's agent listens on the host network: each DaemonSet needs a port of its own. */
+function agentPort(ds: V1DaemonSet, site: RealNodeSite): number {
+  const port = site.agentPorts[ds.metadata?.name ?? ''];
+  if (port === undefined) throw new Error(`no agent port for DaemonSet ${ds.metadata?.name ?? ''}: each driver's agent needs its own on the host network`);
+  return port;
+}
+
 function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
   const spec = ds.spec?.template.spec;
   if (spec === undefined) throw new Error(`DaemonSet ${ds.metadata?.name ?? ''} has no pod spec`);
-  adaptHostNetworkPod(spec, site, site.agentPort);
+  const port = agentPort(ds, site);
+  adaptHostNetworkPod(spec, site, port);
   const agent = container(spec.containers, 'agent');
-  setEnv(agent, 'HTTP_PORT', String(site.agentPort));
+  setEnv(agent, 'HTTP_PORT', String(port));
   for (const v of spec.volumes ?? []) {
     const path = v.hostPath?.path;
-    if (path === '/run/driver-rollout' || path === '/run/modprobe.d' || path === '/var/lib/driver-rollout/cache' || path === '/var/lib/driver-rollout/gpu/firmware') {
-      v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
-    }
+    if (path !== undefined && WRITABLE_HOST_PATHS.has(path)) v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
   }
   const readOnly = new Set((spec.volumes ?? []).filter((v) => v.hostPath?.path === '/sys' || v.hostPath?.path === '/lib/modules').map((v) => v.name));
   for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {

@@ -79,7 +79,7 @@ coordinator compares comes from the pod template.
 {{- $own := omit $e "kernelFlavours" -}}
 {{- $out = append $out (dict "name" $e.name "dsName" $base "driver" (include "driver-rollout.resolveDriver" (dict "root" $root "entry" $own) | fromJson) "kernelsIn" (list) "kernelsNotIn" $taken) -}}
 {{- range $f := $e.kernelFlavours | default list -}}
-{{- $entry := merge (omit $f "kernels") (omit $own "image" "version" "source" "buildRecipe" "prebuiltKernels" "supportedGpuFamilies" "preset") -}}
+{{- $entry := include "driver-rollout.overlay" (dict "base" (omit $own "image" "version" "source" "buildRecipe" "prebuiltKernels" "supportedGpuFamilies" "preset") "over" (omit $f "kernels")) | fromJson -}}
 {{- $out = append $out (dict "name" $e.name "dsName" (printf "%s-%s" $base $f.preset) "driver" (include "driver-rollout.resolveDriver" (dict "root" $root "entry" $entry) | fromJson) "kernelsIn" $f.kernels "kernelsNotIn" (list)) -}}
 {{- end -}}
 {{- end }}{{ end -}}

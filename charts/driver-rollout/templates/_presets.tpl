@@ -1,6 +1,7 @@
 {{/*
 The drivers[] presets: everything a driver entry needs that the preset knows, each field
-replaced by the entry's own where the entry sets it (maps merge key by key). The images are
+replaced by the entry's own where the entry sets it, false included (maps merge key by key:
+driver-rollout.overlay). The images are
 the ones drivers/build-driver-images.ts builds (drivers/flavours.ts; a test keeps the two in
 step); docs/presets.md lists what each supports.
 
@@ -95,7 +96,7 @@ Values that contradict each other fail the install, naming the value.
 {{- $presets := include "driver-rollout.presets" .root | fromJson -}}
 {{- $preset := index $presets $entry.preset -}}
 {{- if not $preset }}{{ fail (printf "%s.preset: unknown preset %q (one of: nvidia, nvidia-open, dkms-nic, custom)" $where $entry.preset) }}{{ end -}}
-{{- $d := merge (deepCopy $entry) (deepCopy $preset) -}}
+{{- $d := include "driver-rollout.overlay" (dict "base" $preset "over" $entry) | fromJson -}}
 {{- range $field := list "version" "modules" "source" -}}
 {{- if not (index $d $field) }}{{ fail (printf "%s.%s: required with preset %q (the preset does not say it)" $where $field $entry.preset) }}{{ end -}}
 {{- end -}}
@@ -142,4 +143,22 @@ the files sorted by name.
 {{- $text = printf "%s%s=%s;" $text $file (index $config $file | toString | b64enc) -}}
 {{- end -}}
 {{- sha256sum $text -}}
+{{- end -}}
+
+{{/*
+`over` laid over `base`: maps merge key by key, any other value of `over` replaces base's, false,
+0 and "" included (sprig's merge would keep base's true under an entry's false). Pass a dict with
+"base" and "over"; returns JSON (use fromJson).
+*/}}
+{{- define "driver-rollout.overlay" -}}
+{{- $out := deepCopy .base -}}
+{{- range $k, $v := .over -}}
+{{- $b := index $out $k -}}
+{{- if and (kindIs "map" $v) (kindIs "map" $b) -}}
+{{- $_ := set $out $k (include "driver-rollout.overlay" (dict "base" $b "over" $v) | fromJson) -}}
+{{- else -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}

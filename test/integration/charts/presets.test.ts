@@ -80,6 +80,13 @@ describe('the chart presets', () => {
     expect(policies['nic']).toMatchObject({ maxParallelUpgrades: 2, podDeletion: { enable: false }, drain: { enable: true, deleteEmptyDir: true } });
   });
 
+  it('lets an entry turn off what its preset turns on: false replaces true', async () => {
+    const objects = await render([{ name: 'gpu', preset: 'nvidia', blacklistOnHost: false, upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true } } }]);
+    expect(envOf(daemonSets(objects)[0])['HOST_BLACKLIST_DIR']).toBeUndefined();
+    const rollout = objects.find((o) => o.kind === 'DriverRollout') as unknown as { spec: { upgradePolicy: unknown } };
+    expect(rollout.spec.upgradePolicy).toMatchObject({ podDeletion: { enable: false, resourcePrefixes: ['nvidia.com/gpu', 'nvidia.com/mig-'] }, drain: { enable: true } });
+  });
+
   it('runs a kernel flavour in a DaemonSet of its own, by NFD\'s kernel label, both under one DriverRollout', async () => {
     const objects = await render([{ name: 'gpu', preset: 'nvidia', kernelFlavours: [{ preset: 'nvidia-open', kernels: ['6.1.0-50-amd64'] }] }]);
     const [own, open] = daemonSets(objects);

@@ -6,7 +6,7 @@ const site: RealNodeSite = {
   apiPort: 6443,
   nodeSelector: { 'driver-rollout.test/real-node': 'true' },
   hostDir: '/tmp/bed/node',
-  agentPort: 18080,
+  agentPorts: { 'driver-rollout-gpu': 18080, 'gpu-driver': 18080 },
   podApi: { host: 'kubernetes.default.svc', ip: '10.250.7.1', port: 40123 },
   drainSkipLabels: ['nvidia.com/gpu-driver-upgrade-drain.skip', 'nvidia.com/nic-driver-upgrade-drain.skip'],
 };
