@@ -1,5 +1,5 @@
-import { mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { sysfsModuleName, type LoadedModule } from '../../shared/kmod/loaded-module.ts';
 import { readLoadedModule } from '../../shared/kmod/read-loaded-module.ts';
@@ -22,7 +22,10 @@ export interface SimulatedKernelOptions {
    * Where the kernel's memory (installed module trees, live modules) is kept between processes.
    * A real kernel outlives the agent's container: a restarted agent (a new driver pod) must find
    * the old driver still loaded. Without a file, the state lives as long as this object.
-   * Open device references belong to the process that holds them and are not kept.
+   * Open device references belong to the process that holds them and are not kept. Processes
+   * sharing one file share one kernel, as the agents of several drivers on a node do: each call
+   * reads the kernel's memory afresh, and changes to it are made one at a time (`<stateFile>.lock`),
+   * so one driver's module that uses another's symbols holds it for every process.
    */
   readonly stateFile?: string;
   /**
@@ -72,6 +75,8 @@ export class SimulatedKernel implements KernelPort {
   readonly #live = new Map<string, LiveModule>();
   readonly #initFailures = new Map<string, string>();
   #restored: Promise<void> | undefined;
+  #changes: Promise<unknown> = Promise.resolve();
+  #writes = 0;
 
   constructor(options: SimulatedKernelOptions) {
     this.#options = options;
@@ -94,6 +99,10 @@ export class SimulatedKernel implements KernelPort {
   }
 
   async installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void> {
+    await this.#locked(() => this.#installModules(tree, subdir, modules));
+  }
+
+  async #installModules(tree: ModuleTree, subdir: string, modules: readonly ModuleFile[]): Promise<void> {
     await this.#restore();
     const key = treeKey(tree);
     const files = this.#installed.get(key) ?? new Map<string, ModuleFile>();
@@ -123,6 +132,10 @@ export class SimulatedKernel implements KernelPort {
   }
 
   async load(tree: ModuleTree, module: string): Promise<void> {
+    await this.#locked(() => this.#load(tree, module));
+  }
+
+  async #load(tree: ModuleTree, module: string): Promise<void> {
     await this.#restore();
     const name = sysfsModuleName(module);
     if (this.#live.has(name)) return;
@@ -139,6 +152,10 @@ export class SimulatedKernel implements KernelPort {
   }
 
   async unload(module: string): Promise<void> {
+    await this.#locked(() => this.#unload(module));
+  }
+
+  async #unload(module: string): Promise<void> {
     await this.#restore();
     const name = sysfsModuleName(module);
     const live = this.#live.get(name);
@@ -178,7 +195,9 @@ export class SimulatedKernel implements KernelPort {
       close: async () => {
         if (closed) return;
         closed = true;
-        live.userReferences--;
+        // The module's entry as this process knows it now (re-read from a shared state file since).
+        const current = this.#live.get(name) ?? live;
+        current.userReferences--;
         await this.#writeSysfs(name);
       },
     };
@@ -244,23 +263,70 @@ export class SimulatedKernel implements KernelPort {
     await this.#persist();
   }
 
-  /** Loads the kernel's memory from `stateFile` once, and rewrites /sys/module from it. */
+  /**
+   * Reads the kernel's memory from `stateFile`: the first time it also rewrites /sys/module from
+   * it; later, it takes in what other processes sharing the file changed (their loads and
+   * unloads), keeping this process's own device references.
+   */
   async #restore(): Promise<void> {
-    this.#restored ??= (async () => {
-      const path = this.#options.stateFile;
-      if (path === undefined) return;
-      let state: PersistedState;
-      try {
-        state = JSON.parse(await readFile(path, 'utf8')) as PersistedState;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-        throw error;
-      }
-      for (const [key, files] of state.installed) this.#installed.set(key, new Map(files.map((f) => [f.name, f])));
-      for (const m of state.live) this.#live.set(m.file.name, { file: m.file, parameters: m.parameters, holders: new Set(m.holders), userReferences: 0, processReferences: 0 });
-      for (const name of this.#live.keys()) await this.#writeSysfs(name);
-    })();
+    const first = this.#restored === undefined;
+    this.#restored ??= this.#readState(true);
     await this.#restored;
+    if (!first) await this.#readState(false);
+  }
+
+  async #readState(rewriteSysfs: boolean): Promise<void> {
+    const path = this.#options.stateFile;
+    if (path === undefined) return;
+    let state: PersistedState;
+    try {
+      state = JSON.parse(await readFile(path, 'utf8')) as PersistedState;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    this.#installed.clear();
+    for (const [key, files] of state.installed) this.#installed.set(key, new Map(files.map((f) => [f.name, f])));
+    const before = new Map(this.#live);
+    this.#live.clear();
+    for (const m of state.live) {
+      const kept = before.get(m.file.name);
+      this.#live.set(m.file.name, { file: m.file, parameters: m.parameters, holders: new Set(m.holders), userReferences: kept?.userReferences ?? 0, processReferences: kept?.processReferences ?? 0 });
+    }
+    if (rewriteSysfs) for (const name of this.#live.keys()) await this.#writeSysfs(name);
+  }
+
+  /**
+   * Runs a change of the kernel's memory alone: one at a time in this process and, with a state
+   * file, among the processes sharing it (an exclusive `<stateFile>.lock` holding the owner's
+   * pid; a lock whose owner is gone is taken over, as the kernel outlives a killed agent).
+   */
+  async #locked<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.#changes.then(async () => {
+      const path = this.#options.stateFile;
+      if (path === undefined) return change();
+      const lock = `${path}.lock`;
+      await mkdir(dirname(lock), { recursive: true });
+      for (;;) {
+        try {
+          const handle = await open(lock, 'wx');
+          await handle.writeFile(`${process.pid}\n`);
+          await handle.close();
+          break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+          if (!(await lockOwnerAlive(lock))) await rm(lock, { force: true });
+          else await sleepFor(5);
+        }
+      }
+      try {
+        return await change();
+      } finally {
+        await rm(lock, { force: true });
+      }
+    });
+    this.#changes = run.catch(() => undefined);
+    return run;
   }
 
   async #persist(): Promise<void> {
@@ -274,19 +340,34 @@ export class SimulatedKernel implements KernelPort {
     await rename(`${path}.tmp`, path);
   }
 
+  /**
+   * Rewrites the module's /sys/module entry in place, each file replaced whole (as sysfs shows a
+   * value changing, never a missing module): another process (the agent of another driver on the
+   * node) reading it meanwhile sees the old or the new state.
+   */
   async #writeSysfs(name: string): Promise<void> {
     const live = this.#live.get(name);
     if (live === undefined) return;
     const dir = join(this.#options.sysModuleDir, name);
-    await rm(dir, { recursive: true, force: true });
     await mkdir(join(dir, 'holders'), { recursive: true });
-    await mkdir(join(dir, 'parameters'));
-    await writeFile(join(dir, 'refcnt'), `${live.holders.size + live.userReferences + live.processReferences}\n`);
-    await writeFile(join(dir, 'initstate'), 'live\n');
-    if (live.file.srcversion !== undefined) await writeFile(join(dir, 'srcversion'), `${live.file.srcversion}\n`);
-    if (live.file.version !== undefined) await writeFile(join(dir, 'version'), `${live.file.version}\n`);
-    for (const holder of live.holders) await symlink(join('..', '..', holder), join(dir, 'holders', holder));
-    for (const [parameter, value] of Object.entries(live.parameters)) await writeFile(join(dir, 'parameters', parameter), `${value}\n`);
+    await mkdir(join(dir, 'parameters'), { recursive: true });
+    await this.#replaceFile(join(dir, 'refcnt'), `${live.holders.size + live.userReferences + live.processReferences}\n`);
+    await this.#replaceFile(join(dir, 'initstate'), 'live\n');
+    if (live.file.srcversion !== undefined) await this.#replaceFile(join(dir, 'srcversion'), `${live.file.srcversion}\n`);
+    if (live.file.version !== undefined) await this.#replaceFile(join(dir, 'version'), `${live.file.version}\n`);
+    for (const old of await readdir(join(dir, 'holders'))) if (!live.holders.has(old)) await rm(join(dir, 'holders', old), { force: true });
+    for (const holder of live.holders) await symlink(join('..', '..', holder), join(dir, 'holders', holder)).catch(ignoreExisting);
+    for (const old of await readdir(join(dir, 'parameters'))) if (!(old in live.parameters)) await rm(join(dir, 'parameters', old), { force: true });
+    for (const [parameter, value] of Object.entries(live.parameters)) await this.#replaceFile(join(dir, 'parameters', parameter), `${value}\n`);
+  }
+
+  /** Writes `path` whole (through a file beside the /sys/module tree): a reader sees the old contents or the new ones. */
+  async #replaceFile(path: string, text: string): Promise<void> {
+    const dir = `${this.#options.sysModuleDir}.tmp`;
+    await mkdir(dir, { recursive: true });
+    const temporary = join(dir, `${process.pid}-${++this.#writes}`);
+    await writeFile(temporary, text);
+    await rename(temporary, path);
   }
 
   async #createDeviceFile(name: string): Promise<void> {
@@ -334,6 +415,22 @@ export class SimulatedKernel implements KernelPort {
 function declaredOnly(file: ModuleFile, parameters: Readonly<Record<string, string>>): Record<string, string> {
   const declared = file.parameters;
   return Object.fromEntries(Object.entries(parameters).filter(([name]) => declared === undefined || declared.includes(name)));
+}
+
+function ignoreExisting(error: unknown): void {
+  if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+}
+
+/** Whether the process named in a lock file still runs (an unreadable or empty file: assume so, it is being written). */
+async function lockOwnerAlive(lock: string): Promise<boolean> {
+  const pid = Number.parseInt(await readFile(lock, 'utf8').catch(() => ''), 10);
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function treeKey(tree: ModuleTree): string {

@@ -8,11 +8,12 @@
  * kbuild against the installed headers; only the final module load goes to the simulated kernel.
  */
 import type { V1DaemonSet, V1EnvVar } from '@kubernetes/client-node';
-import { appendFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessKubelet, type ProcessKubeletOptions, type RunningContainer } from '../../../demo/process-kubelet.ts';
 import { pathExists, readTextIfExists } from '../../../shared/fs/if-exists.ts';
+import { driverKeys } from '../../../shared/keys.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { aGpuNode } from '../../fixtures/sysfs/sysfs-tree.ts';
 import { writeSampleDriverSource } from '../../unit/agent/agent-fixtures.ts';
@@ -70,16 +71,20 @@ export class AgentDriver {
 
   /**
    * Runs the world's pods matching `labelSelector` as local processes too (e.g. a device client
-   * DaemonSet running test/doubles/simulated-device-client.ts), with the same node hosts.
+   * DaemonSet running test/doubles/simulated-device-client.ts), with the same node hosts. A second
+   * driver's DaemonSet names its `driver`: its agents get their own lock, ready file and module
+   * root on the node (as each driver's DaemonSet mounts its own) and share the node's kernel;
+   * with `loadsAfterWorldDriver` their host tree (where their inbox dependencies come from) is
+   * the world driver's module root, as nvidia_peermem finds ib_core in MOFED's.
    */
-  async runPods(labelSelector: string): Promise<void> {
+  async runPods(labelSelector: string, driver?: { readonly name: string; readonly loadsAfterWorldDriver?: boolean }): Promise<void> {
     const kubelet = new ProcessKubelet({
       kubeConfig: this.world.kc,
       kubeconfigPath: this.#kubeconfigPath,
       namespace: this.world.ns.name,
       labelSelector,
       logDir: this.logDir(),
-      nodeEnv: (node) => this.hostEnv(node),
+      nodeEnv: (node) => this.hostEnv(node, driver),
       // The template's `node agent/main.ts`, with the simulated kernel (a test double) wired in.
       programSubstitutes: { 'agent/main.ts': 'test/doubles/simulated-agent-main.ts' },
       ...(this.#restart === undefined ? {} : { restart: this.#restart }),
@@ -88,9 +93,15 @@ export class AgentDriver {
     this.#kubelets.push(kubelet);
   }
 
-  /** The sample driver's sources at `version` (a new version, a new srcversion). */
-  async source(version: string): Promise<string> {
-    return writeSampleDriverSource(join(this.work, 'src', version), version);
+  /**
+   * The sample driver's sources at `version` (a new version, a new srcversion); with `modules`,
+   * a driver of its own that builds only those (drsample_core alone stands for ib_core's stack,
+   * drsample_net alone for nvidia_peermem, built against drsample_core's Module.symvers).
+   */
+  async source(version: string, modules?: readonly ('drsample_core' | 'drsample_net')[]): Promise<string> {
+    const dir = await writeSampleDriverSource(join(this.work, 'src', modules === undefined ? version : `${modules.join('+')}-${version}`), version);
+    if (modules !== undefined) await writeFile(join(dir, 'Kbuild'), `obj-m += ${modules.map((m) => `${m}.o`).join(' ')}\n`);
+    return dir;
   }
 
   /**
@@ -107,21 +118,28 @@ export class AgentDriver {
     return dir;
   }
 
-  /** The DaemonSet (OnDelete, readiness gate on the agent's condition) running the agent at `version`. */
-  daemonSet(version: string, sourceDir: string, extraEnv: Record<string, string> = {}, options: { safeLoadGate?: boolean } = {}): V1DaemonSet {
+  /**
+   * The DaemonSet (OnDelete, readiness gate on the agent's condition) running the agent at
+   * `version`; `driver` (default the world's) and its `modules` (default the sample driver's two),
+   * the last of which the agent loads, bringing its dependencies.
+   */
+  daemonSet(version: string, sourceDir: string, extraEnv: Record<string, string> = {}, options: { safeLoadGate?: boolean; driver?: string; modules?: readonly string[] } = {}): V1DaemonSet {
     const world = this.world;
+    const driver = options.driver ?? world.driver;
+    const keys = driverKeys(driver, world.keys.domain);
+    const modules = options.modules ?? ['drsample_core', AGENT_DRIVER_MODULE];
     const field = (name: string, fieldPath: string): V1EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const env: V1EnvVar[] = [
       field('NODE_NAME', 'spec.nodeName'),
       field('POD_NAME', 'metadata.name'),
       field('POD_NAMESPACE', 'metadata.namespace'),
       ...Object.entries({
-        DRIVER_NAME: world.driver,
+        DRIVER_NAME: driver,
         KEY_DOMAIN: world.keys.domain,
         DEVICE_KIND: 'gpu',
         DRIVER_VERSION: version,
         DRIVER_SOURCE_DIR: sourceDir,
-        DRIVER_MODULES: AGENT_DRIVER_MODULE,
+        DRIVER_MODULES: modules.at(-1) ?? AGENT_DRIVER_MODULE,
         KERNEL_ADAPTER: 'simulated',
         // No background builds for the machine's other kernel headers: the shared 2 cores are busy enough.
         NEXT_KERNEL_PREFLIGHT: 'false',
@@ -135,13 +153,13 @@ export class AgentDriver {
       command: ['node', 'init-container/main.ts'],
       env: [
         field('NODE_NAME', 'spec.nodeName'),
-        ...Object.entries({ DRIVER_NAME: world.driver, KEY_DOMAIN: world.keys.domain, SAFE_LOAD_ENABLED: 'true', WAIT_TIMEOUT_SECONDS: '0', PREFLIGHT_MODULES: `drsample_core,${AGENT_DRIVER_MODULE}` }).map(([name, value]) => ({ name, value })),
+        ...Object.entries({ DRIVER_NAME: driver, KEY_DOMAIN: world.keys.domain, SAFE_LOAD_ENABLED: 'true', WAIT_TIMEOUT_SECONDS: '0', PREFLIGHT_MODULES: modules.join(',') }).map(([name, value]) => ({ name, value })),
       ],
     };
     return world.daemonSetWith({
       ...(options.safeLoadGate === true ? { initContainers: [gate] } : {}),
       terminationGracePeriodSeconds: 5,
-      readinessGates: [{ conditionType: world.keys.driverReadyCondition }],
+      readinessGates: [{ conditionType: keys.driverReadyCondition }],
       containers: [{ name: 'agent', image: `driver-rollout/agent:${version}`, command: ['node', 'agent/main.ts'], env }],
     });
   }
@@ -173,7 +191,8 @@ export class AgentDriver {
   }
 
   /** The node's simulated host, as the demo sets it up: 8 H100s, its own module tree, run dir and /dev. */
-  private async hostEnv(node: string): Promise<Record<string, string>> {
+  private async hostEnv(node: string, second?: { readonly name: string; readonly loadsAfterWorldDriver?: boolean }): Promise<Record<string, string>> {
+    const driver = second?.name;
     const host = this.hostDir(node);
     const sysfs = join(host, 'sys');
     await mkdir(join(host, 'run'), { recursive: true });
@@ -184,13 +203,14 @@ export class AgentDriver {
     }
     return {
       SYSFS_ROOT: sysfs,
-      MODULE_ROOT: join(host, 'root'),
+      MODULE_ROOT: join(host, driver === undefined ? 'root' : `root-${driver}`),
+      ...(second?.loadsAfterWorldDriver === true ? { HOST_MODULE_ROOT: join(host, 'root') } : {}),
       MODPROBE_CONFIG_DIR: join(host, 'run', 'modprobe.d'),
       CACHE_DIR: this.#cacheDir,
       // The init container's pre-flight reads the node's loaded modules here.
       SYS_MODULE_ROOT: join(sysfs, 'module'),
-      READY_FILE: join(host, 'run', '.driver-ready'),
-      LOCK_PATH: join(host, 'run', 'agent.lock'),
+      READY_FILE: join(host, 'run', driver === undefined ? '.driver-ready' : `.${driver}-driver-ready`),
+      LOCK_PATH: join(host, 'run', driver === undefined ? 'agent.lock' : `${driver}-agent.lock`),
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: '0',
       KERNEL_VERSION: this.kernel,

@@ -293,6 +293,19 @@ export class RolloutWorld {
   }
 }
 
+/**
+ * A driver DaemonSet body (the world's, a fresh object) made a second driver's, "gpu" beside the
+ * world's: named `gpu`, its pods labelled `app=gpu-driver`.
+ */
+export function asGpuDaemonSet(body: V1DaemonSet): V1DaemonSet {
+  if (body.metadata === undefined || body.spec === undefined) throw new Error('a DaemonSet body without metadata or spec');
+  body.metadata.name = 'gpu';
+  body.metadata.labels = { ...body.metadata.labels, app: 'gpu-driver' };
+  body.spec.selector = { matchLabels: { app: 'gpu-driver' } };
+  body.spec.template.metadata = { labels: { app: 'gpu-driver' } };
+  return body;
+}
+
 export function isPodReady(pod: V1Pod): boolean {
   return pod.metadata?.deletionTimestamp == null && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }

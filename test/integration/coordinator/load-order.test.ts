@@ -5,7 +5,7 @@ import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { keepWatching } from '../../bed/keep-watching.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
-import { isPodReady, useRolloutWorlds } from './harness.ts';
+import { asGpuDaemonSet, isPodReady, useRolloutWorlds } from './harness.ts';
 
 const worlds = useRolloutWorlds({ beforeAll, afterEach });
 /** Bounds on waits only catch a hang: a loaded machine may take minutes. */
@@ -27,7 +27,7 @@ describe('drivers that share a node go in order (loadsAfter), two rollouts on th
     const gpuKeys = driverKeys(gpu);
     const ofedKeys = world.keys;
     await world.createDriver('ofed:v1');
-    const gpuSet: V1DaemonSet = gpuDaemonSet(world.daemonSetBody('gpu:v1'));
+    const gpuSet: V1DaemonSet = asGpuDaemonSet(world.daemonSetBody('gpu:v1'));
     await world.apps.createNamespacedDaemonSet({ namespace: world.ns.name, body: gpuSet });
     await waitUntil('gpu driver pods Ready', async () => {
       const pods = (await world.core.listNamespacedPod({ namespace: world.ns.name, labelSelector: 'app=gpu-driver' })).items;
@@ -111,13 +111,3 @@ describe('drivers that share a node go in order (loadsAfter), two rollouts on th
     }
   }, 4 * HANG_MS);
 });
-
-/** The world's DaemonSet body (a fresh object) made the second driver's: its own name and pod label. */
-function gpuDaemonSet(body: V1DaemonSet): V1DaemonSet {
-  if (body.metadata === undefined || body.spec === undefined) throw new Error('a DaemonSet body without metadata or spec');
-  body.metadata.name = 'gpu';
-  body.metadata.labels = { ...body.metadata.labels, app: 'gpu-driver' };
-  body.spec.selector = { matchLabels: { app: 'gpu-driver' } };
-  body.spec.template.metadata = { labels: { app: 'gpu-driver' } };
-  return body;
-}

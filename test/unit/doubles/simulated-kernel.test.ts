@@ -143,4 +143,23 @@ describe('the simulated kernel', () => {
     await third.load(scratch.tree, 'drsample_net'); // the installed tree is remembered too
     expect(await readLoadedModule(scratch.sysModuleDir, 'drsample_core')).toMatchObject({ refcnt: 1, holders: ['drsample_net'] });
   });
+
+  it('shared by the agents of two drivers on a node (one state file): a module of one that uses the other\'s symbols holds it, and the other cannot unload it (EBUSY) until it goes', async () => {
+    const stateFile = join(scratch.dir, 'kernel.json');
+    const options = { sysModuleDir: scratch.sysModuleDir, runningKernelVersion: scratch.tree.kernelVersion, stateFile };
+    const [core, net] = driver.modules;
+    if (core === undefined || net === undefined) throw new Error('the sample driver has two modules');
+    // ofed's agent (ib_core's part) and gpu's agent (peermem's part), both started before either loads.
+    const ofed = new SimulatedKernel(options);
+    const gpu = new SimulatedKernel(options);
+    await Promise.all([ofed.installModules(scratch.tree, 'ofed', [core]), gpu.installModules(scratch.tree, 'gpu', [net])]);
+    await ofed.load(scratch.tree, 'drsample_core');
+    await gpu.load(scratch.tree, 'drsample_net');
+    expect(gpu.history.filter((e) => e.op === 'insmod').map((e) => e.module)).toEqual(['drsample_net']);
+    expect(await ofed.readModule('drsample_core')).toMatchObject({ refcnt: 1, holders: ['drsample_net'] });
+    await expect(ofed.unload('drsample_core')).rejects.toThrow('rmmod: ERROR: Module drsample_core is in use by: drsample_net');
+    await gpu.unload('drsample_net');
+    await ofed.unload('drsample_core');
+    expect(await new SimulatedKernel(options).listLoaded()).toEqual([]);
+  });
 });
