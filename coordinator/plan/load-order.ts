@@ -6,19 +6,16 @@
  * each waits for the other, as the pod-restart step's last checks before it acts:
  *
  * - the dependency (ofed) deletes its out-of-date pod, or releases its safe load, only once every
- *   dependent (gpu) loaded there has stopped: its agent's loaded-driver annotation is gone (the
- *   agent removes it when it unloads on stop, UNLOAD_ON_STOP). A loaded dependent holds the
- *   dependency whatever its own state: its module holds the dependency's, so the reload would
- *   fail DriverInUse. That covers a dependent whose change the coordinator has not seen yet (two
- *   rollouts changed at once); a dependent that is not upgrading at all holds the dependency until
- *   it stops or podRestart.timeoutSeconds fails the node with this reason;
+ *   dependent (gpu) upgrading there has stopped: its agent's loaded-driver annotation is gone
+ *   (the agent removes it when it unloads on stop, UNLOAD_ON_STOP);
  * - the dependent (gpu) stops at once (its old pod is deleted as usual), but its new driver is
  *   let load (its safe load released) only once no dependency upgrading there is still to load
  *   (each has passed pod-restart-required).
  *
  * So the dependent must run with the safe-load gate (its init container) and unload on stop;
- * without them its new driver loads, or its old one stays loaded, regardless. Pure: other drivers
- * are seen through their state labels and the agents' annotations.
+ * without them its new driver loads, or its old one stays loaded, regardless. A dependent that
+ * is not upgrading on the node (done, unknown) holds nothing: only what one maintenance changes is
+ * ordered. Pure: other drivers are seen through their state labels and the agents' annotations.
  */
 import { driverKeys, isUpgradeState, UPGRADE_STATES, type UpgradeState } from '../../shared/keys.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
@@ -41,16 +38,14 @@ function toReload(node: NodeContext, ctx: StepContext, drivers: readonly string[
   return out;
 }
 
-const named = (drivers: readonly { readonly driver: string; readonly state: string }[]): string => drivers.map((d) => `${d.driver} (${d.state})`).join(', ');
+const named = (drivers: readonly OtherDriver[]): string => drivers.map((d) => `${d.driver} (${d.state})`).join(', ');
 
 /**
  * Why this driver may not be replaced yet (its out-of-date pod deleted or its safe load
- * released): a driver that loads after it is still loaded on the node. null: none.
+ * released): a driver that loads after it is upgrading on the node and still loaded. null: none.
  */
 export function waitingForDependentsToStop(node: NodeContext, ctx: StepContext): Reason | null {
-  const loaded = ctx.dependents
-    .filter((driver) => node.view.annotations[driverKeys(driver, ctx.policy.keyDomain).driverLoaded] !== undefined)
-    .map((driver) => ({ driver, state: node.view.labels[driverKeys(driver, ctx.policy.keyDomain).upgradeState] ?? 'no upgrade state' }));
+  const loaded = toReload(node, ctx, ctx.dependents).filter((d) => node.view.annotations[driverKeys(d.driver, ctx.policy.keyDomain).driverLoaded] !== undefined);
   if (loaded.length === 0) return null;
   const text = `waiting for ${named(loaded)} to stop first: ${loaded.length === 1 ? 'it loads' : 'they load'} after ${ctx.policy.driverName}`;
   return { code: 'load-order', message: text, detail: text };

@@ -76,13 +76,12 @@ async function bothChangedAtOnce(world: RolloutWorld, gpu: string, options: { lo
 
   // gpu paused, so that ofed reaches its driver restart while gpu's old driver is still loaded.
   await patchRollout(world, 'gpu', { autoUpgrade: false });
-  // Both rollouts changed at once, in either order the coordinator happens to see them: a loaded
-  // dependent holds ofed's restart whether or not its own change has been seen yet.
-  const [gpuBody, ofedBody] = [await gpuSet('2.0.0'), await ofedSet('2.0.0')];
-  await Promise.all([
-    world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body: ofedBody }),
-    world.apps.replaceNamespacedDaemonSet({ name: 'gpu', namespace: world.ns.name, body: gpuBody }),
-  ]);
+  // Both rollouts changed before either driver restarts, gpu's change seen first: a dependent the
+  // coordinator does not yet see upgrading (its new revision not seen) holds nothing, and ofed,
+  // changed a moment earlier, would reload under gpu's loaded driver (DriverInUse).
+  await world.apps.replaceNamespacedDaemonSet({ name: 'gpu', namespace: world.ns.name, body: await gpuSet('2.0.0') });
+  await world.waitForNodes('gpu upgrade-required', (nodes) => (nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[gpuKeys.upgradeState] === 'upgrade-required') ? true : undefined), HANG_MS);
+  await world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body: await ofedSet('2.0.0') });
   return { agents, seen, stopWatching };
 }
 
@@ -99,7 +98,7 @@ describe('drivers that share a node go in order (loadsAfter), real agents whose 
     // ofed reaches its restart and waits for gpu (upgrading, its driver still loaded) to stop first.
     const held = await world.waitForNodes('ofed held for gpu', (nodes) => {
       const reasons = nodes.map((n) => n.metadata?.annotations?.[world.keys.upgradeReason] ?? '');
-      return nodes.length === world.nodeNames.length && reasons.every((r) => r.startsWith(`waiting for ${gpu} (`) && r.includes(`) to stop first: it loads after ${world.driver}`)) ? nodes : undefined;
+      return nodes.length === world.nodeNames.length && reasons.every((r) => r.includes(`waiting for ${gpu} (upgrade-required) to stop first: it loads after ${world.driver}`)) ? nodes : undefined;
     }, HANG_MS).catch(failWithLogs);
     expect(held.map((n) => world.stateOf(n))).toEqual(world.nodeNames.map(() => 'pod-restart-required'));
     for (const node of world.nodeNames) {

@@ -95,18 +95,11 @@ const cases: readonly Case[] = [
     reason: { code: 'waiting-for-driver-pod', message: 'restarting the driver pod' },
   },
   {
-    name: 'dependency, peermem loaded and not (yet) upgrading here (upgrade-done) → held: the reload would fail DriverInUse under it',
+    name: 'dependency, peermem loaded but not upgrading here (upgrade-done) → replaced: only one maintenance is ordered',
     node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' }).annotated({ [PEERMEM.driverLoaded]: '{}' }),
     dependents: ['peermem'],
-    effects: [],
-    reason: { code: 'load-order', message: 'waiting for peermem (upgrade-done) to stop first' },
-  },
-  {
-    name: 'dependency, peermem loaded with no upgrade state on the node → held',
-    node: restarting().outdated().annotated({ [PEERMEM.driverLoaded]: '{}' }),
-    dependents: ['peermem'],
-    effects: [],
-    reason: { code: 'load-order', message: 'waiting for peermem (no upgrade state) to stop first' },
+    effects: [DELETE_DRIVER],
+    reason: { code: 'waiting-for-driver-pod', message: 'restarting the driver pod' },
   },
 ];
 
