@@ -31,7 +31,7 @@ import { keepWatching } from '../bed/keep-watching.ts';
 import { waitUntil } from '../bed/wait-until.ts';
 import { OTHER_NODE, REAL_NODE_LABEL, realNodeCluster } from './real-node-cluster.ts';
 import { chartObjects } from './chart-objects.ts';
-import { adaptToRealNode, INSTALL_NAMESPACE } from './shipped-objects.ts';
+import { adaptToRealNode, INSTALL_NAMESPACE, type RealNodeSite } from './shipped-objects.ts';
 
 // The Helm chart (charts/driver-rollout), rendered as a user installs it and applied to a real
 // kubelet node with the real images: the init container, the agent (real kernel adapter; this
@@ -154,14 +154,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
   it('the init container blocks the agent until the real coordinator (leader-elected) has cordoned and drained the node', { timeout: 600_000 }, async () => {
     workloadUid = (await core.listNamespacedPod({ namespace: WORKLOAD_NS })).items[0]?.metadata?.uid;
     const rendered = await chartObjects({ namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir });
-    const objects = adaptToRealNode(rendered, {
-      apiPort: cluster.apiPort,
-      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
-      hostDir: cluster.node.dir,
-      agentPorts,
-      podApi: cluster.node.podApi,
-      drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
-    });
+    const objects = adaptToRealNode(rendered, realNodeSite());
     expect(objects.filter((o) => o.kind === 'DaemonSet').map((o) => o.metadata?.name)).toEqual([DS]);
     // The chart's DriverRollout (drain enabled through its values) is applied with the rest.
     expect(objects.some((o) => o.kind === 'DriverRollout')).toBe(true);
@@ -372,14 +365,7 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     // Every driver of the default values, no preset field changed; only the test bed's adjustments
     // (chart-objects.ts, shipped-objects.ts): scheduled to the real node, host paths under its work dir.
     const rendered = await chartObjects({ namespace: INSTALL_NAMESPACE, nodeSelector: { [REAL_NODE_LABEL]: 'true' }, hostDir: cluster.node.dir, drivers: 'as-shipped' });
-    const objects = adaptToRealNode(rendered, {
-      apiPort: cluster.apiPort,
-      nodeSelector: { [REAL_NODE_LABEL]: 'true' },
-      hostDir: cluster.node.dir,
-      agentPorts,
-      podApi: cluster.node.podApi,
-      drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
-    });
+    const objects = adaptToRealNode(rendered, realNodeSite());
     const daemonSets = objects.filter((o): o is V1DaemonSet => o.kind === 'DaemonSet');
     const image = (ds: V1DaemonSet): string | undefined => ds.spec?.template.spec?.containers.find((c) => c.name === 'agent')?.image;
     expect(Object.fromEntries(daemonSets.map((ds) => [ds.metadata?.name, image(ds)]))).toEqual({
@@ -476,6 +462,18 @@ async function applyInOrder(objects: readonly KubernetesObject[]): Promise<void>
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** This machine's real node, as every install here adapts the chart to it (shipped-objects.ts). */
+function realNodeSite(): RealNodeSite {
+  return {
+    apiPort: cluster.apiPort,
+    nodeSelector: { [REAL_NODE_LABEL]: 'true' },
+    hostDir: cluster.node.dir,
+    agentPorts,
+    podApi: cluster.node.podApi,
+    drainSkipLabels: [keys.drainSkip, nicKeys.drainSkip],
+  };
 }
 
 /** `kubectl apply --server-side` of the rendered objects, as `helm upgrade` changes what is installed. */
