@@ -1,10 +1,9 @@
 import { mkdir } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { lock } from 'proper-lockfile';
 import { buildDriver } from '../../agent/build/build-driver.ts';
-import { buildFlavourModules, fetchVendorPackages, flavourModuleCache } from '../../drivers/build-flavour-modules.ts';
+import { buildFlavourModules, driverRolloutCache, fetchVendorPackages, flavourModuleCache } from '../../drivers/build-flavour-modules.ts';
 import { driverFlavour } from '../../drivers/flavours.ts';
 import type { DkmsPackage } from '../../agent/build/build-recipe.ts';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
@@ -48,14 +47,10 @@ const repoRoot = join(import.meta.dirname, '..', '..');
 export const DKMS_PAIR_DIR = join(repoRoot, 'test', 'fixtures', 'dkms-pair');
 
 /** The cache root the scripts use (DRIVER_ROLLOUT_CACHE or ~/.cache/driver-rollout). */
-export function vendorCacheRoot(): string {
-  return process.env['DRIVER_ROLLOUT_CACHE'] ?? join(homedir(), '.cache', 'driver-rollout');
-}
+export const vendorCacheRoot = driverRolloutCache;
 
-/** The agent module cache the vendor builds live in. */
-export function vendorModuleCache(): string {
-  return join(vendorCacheRoot(), 'vendor-agent-cache');
-}
+/** The agent module cache the vendor builds live in (the driver images' prebuilt modules come from it too). */
+export const vendorModuleCache = flavourModuleCache;
 
 type VendorPackages = ReadonlyMap<string, { dir: string; version: string }>;
 
