@@ -3,15 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
-import { readModuleInfo } from '../../agent/build/read-module-info.ts';
 import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../agent/kernel/plan/modprobe-config.ts';
 import type { DriverToLoad } from '../../agent/kernel/reload-driver.ts';
 import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
-import { ensureR8168Modules } from '../vendor-drivers/ensure-vendor-builds.ts';
 import type { ScenarioStep, StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
+import { r8168FromImage } from './harness/r8168-from-image.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
 import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
 
@@ -97,20 +96,6 @@ async function shell(script: string): Promise<string> {
   return result.stdout;
 }
 
-/** Real r8168 from Debian's r8168-dkms, built by the real dkms (test/vendor-drivers), as the agent's build would describe it. */
-async function r8168Driver(kernelVersion: string): Promise<DriverToLoad> {
-  const built = await ensureR8168Modules(kernelVersion);
-  const path = built.files[R8168];
-  if (path === undefined) throw new Error(`the r8168 build has no r8168.ko: ${JSON.stringify(built.files)}`);
-  const info = await readModuleInfo(path);
-  return {
-    driver: R8168,
-    version: info.version ?? built.packageVersion,
-    kernelVersion,
-    modules: [{ name: info.name, path, srcversion: info.srcversion, version: info.version, dependsOn: info.dependsOn, parameters: info.parameters }],
-  };
-}
-
 beforeAll(async () => {
   const cacheDir = join(defaultCacheDir(), 'kernel-test-modules');
   const started = performance.now();
@@ -118,7 +103,7 @@ beforeAll(async () => {
   v1 = await buildSampleDriver('1.0.0', cacheDir);
   v2 = await buildSampleDriver('2.0.0', cacheDir);
   crcDriver = await buildSampleDriver('1.0.0', cacheDir, { driver: CRC, source: { kind: 'directory', path: INBOX_DEPENDENT_DRIVER }, generatedFiles: {} });
-  r8168 = await r8168Driver(v1.kernelVersion);
+  r8168 = await r8168FromImage(v1.kernelVersion);
   disk = await mkdtemp(join(tmpdir(), 'driver-rollout-node-disk-'));
   guest = await bootGuest({ writableDirs: [GUEST_NODE_COMPILE_CACHE], diskDir: disk, bootTimeoutMs: BOOT_TIMEOUT_MS });
   hostBefore = await shell(hostTreeSnapshot(guest.kernel.version));
@@ -181,7 +166,7 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
     expect(await shell(hostTreeSnapshot(guest.kernel.version))).toBe(hostBefore);
   });
 
-  it("loads Debian's r8168 (built by dkms) for real, verified by srcversion, and replaces it through the full unload and load path", async () => {
+  it("loads r8168 from the dkms-nic driver image (its sources built by the agent's dkms recipe) for real, verified by srcversion, and replaces it through the full unload and load path", async () => {
     const steps = await runInGuest('r8168', [reload(r8168), reload(r8168, { [R8168]: { eee_enable: '0' } })], [R8168]);
     const fresh = stepAt(steps, 0);
     expect(fresh.result?.outcome).toBe('loaded-fresh');
