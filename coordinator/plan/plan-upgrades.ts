@@ -10,7 +10,9 @@
  *    candidates to start.
  * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
  * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
- *    that passes takes a slot of its pool and starts (→ cordon-required), chaining on. A node
+ *    held by one waits with the first hold's reason, and the hold's wake time (a window opening,
+ *    a delay ending) joins the plan's next wake time; a node that passes takes a slot of its
+ *    pool and starts (→ cordon-required), chaining on. A node
  *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
  *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
  *
@@ -37,7 +39,7 @@ import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-releas
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
-import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
+import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
 import { handlePodDeletion } from './states/handle-pod-deletion.ts';
@@ -205,14 +207,15 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;
-    const reason = firstReason(START_CHECKS, node, ctx);
+    const hold = firstHold(START_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
-    if (reason !== null) {
+    if (hold !== null) {
       // The slot check comes last: no slot is the only reason left, and a release may end it.
-      const from = reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
+      const from = hold.reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
       if (from === null) {
-        record.reason = reason;
+        record.reason = hold.reason;
+        record.wakeAt = hold.wakeAt;
         continue;
       }
       record.after = from;
