@@ -11,6 +11,8 @@
  * into the plan's next wake time, so a quiet cluster is planned again when a window opens or a
  * delay ends. A hold that only a change in the cluster can lift has `wakeAt: null`.
  */
+import { isOutsideWindow, type WindowState } from './maintenance-windows.ts';
+import { isPaced, type PoolPacing } from './pacing.ts';
 import type { PoolBudget } from './pool-capacity.ts';
 import { isOutOfService, slotShortage } from './pool-capacity.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
@@ -19,6 +21,10 @@ export interface StartContext extends StepContext {
   readonly halted: boolean;
   readonly failedNodes: number;
   readonly budgets: ReadonlyMap<string, PoolBudget>;
+  /** Pool name → its pacing, counted from the nodes (pacing.ts). */
+  readonly pacing: ReadonlyMap<string, PoolPacing>;
+  /** The maintenance windows at `now`; null: none configured (always open). */
+  readonly window: WindowState | null;
 }
 
 /** Why a node may not start now, and when to look again (epoch ms; null: only a change in the cluster can lift it). */
@@ -81,7 +87,7 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
 
 const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isOutsideWindow, isPaced, hasNoSlot];
 
 /** The first check's hold, in the checks' order; null when every check lets the node start. */
 export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
