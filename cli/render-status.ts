@@ -48,7 +48,14 @@ function renderHeadline(v: RolloutView, width: number): string[] {
   if (barWidth >= BAR_MIN) lines.push(`[${bar(v.done, v.total, barWidth)}] ${count}`);
   else lines.push(truncate(count, width));
   if (v.invalidSpec !== null) lines.push(...wrap(`invalid spec: ${v.invalidSpec}`, width));
+  if (v.maintenanceWindow !== null) lines.push(...wrap(maintenanceWindowLine(v.maintenanceWindow), width));
   return lines;
+}
+
+/** "maintenance window: closed, next opening 2026-11-28T21:00:00Z: Sat 22:00-04:00 Europe/Berlin (2026-11-28T22:00:00)". */
+function maintenanceWindowLine(w: NonNullable<RolloutView['maintenanceWindow']>): string {
+  const next = w.nextOpening === '' ? 'no opening within a week' : `next opening ${w.nextOpening}${w.nextWindow === '' ? '' : `: ${w.nextWindow}`}`;
+  return w.open ? `maintenance window: open${w.closesAt === '' ? '' : ` until ${w.closesAt}`}; ${next}` : `maintenance window: closed (no node starts), ${next}`;
 }
 
 function bar(done: number, total: number, width: number): string {

@@ -43,6 +43,8 @@ export interface RolloutView {
   readonly halted: boolean;
   /** The spec's problem when the coordinator refused it (InvalidSpec condition), else null. */
   readonly invalidSpec: string | null;
+  /** The status's maintenance window when the rollout has windows; null when it has none (always open) or no status yet. */
+  readonly maintenanceWindow: { readonly open: boolean; readonly closesAt: string; readonly nextOpening: string; readonly nextWindow: string } | null;
   readonly nodes: readonly NodeView[];
 }
 
@@ -62,6 +64,7 @@ export interface RolloutObject {
     readonly nodes?: { readonly total?: number; readonly done?: number; readonly failed?: number; readonly inProgress?: number };
     readonly waiting?: readonly { readonly node?: string; readonly state?: string; readonly reason?: string }[];
     readonly conditions?: readonly { readonly type?: string; readonly status?: string; readonly message?: string }[];
+    readonly maintenanceWindow?: { readonly open?: boolean; readonly closesAt?: string; readonly nextOpening?: string; readonly nextWindow?: string };
   };
 }
 
@@ -96,7 +99,7 @@ function buildRolloutView(rollout: RolloutObject, snapshot: ClusterSnapshot, now
     .filter((n) => n.metadata?.labels?.[keys.upgradeState] !== undefined || podsByNode.has(n.metadata?.name ?? ''))
     .map((n) => nodeView(n, { keys, pools, waiting, pod: podsByNode.get(n.metadata?.name ?? ''), nowMs }))
     .sort((a, b) => a.pool.localeCompare(b.pool) || a.name.localeCompare(b.name));
-  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), nodes };
+  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), maintenanceWindow: maintenanceWindowOf(rollout.status?.maintenanceWindow), nodes };
 }
 
 function reasonOf(state: UpgradeState, annotated: string | undefined, listed: { readonly state: string; readonly reason: string } | undefined): string {
@@ -170,6 +173,13 @@ function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<Rollo
     halted: status?.halted ?? false,
     invalidSpec: invalid === undefined ? null : (invalid.message ?? 'invalid spec'),
   };
+}
+
+/** The status's maintenance window; null when there is none to show (no windows: open with nothing to say, or no status). */
+function maintenanceWindowOf(w: NonNullable<RolloutObject['status']>['maintenanceWindow']): RolloutView['maintenanceWindow'] {
+  if (w === undefined) return null;
+  const view = { open: w.open ?? true, closesAt: w.closesAt ?? '', nextOpening: w.nextOpening ?? '', nextWindow: w.nextWindow ?? '' };
+  return view.open && view.closesAt === '' && view.nextOpening === '' ? null : view;
 }
 
 interface CompiledPool {

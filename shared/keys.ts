@@ -124,6 +124,16 @@ export interface DriverKeys {
   readonly driverLoaded: string;
   /** Node annotation (ours): `"true"` while the node's upgrade is a restart only (the template loads the driver already loaded). */
   readonly restartOnly: string;
+  /**
+   * Node annotation (ours): unix seconds when the node last started an upgrade, kept after it is
+   * done; written while its pool paces starts (minSecondsBetweenStarts), read for the pool's last start.
+   */
+  readonly lastStartTime: string;
+  /**
+   * Node annotation (ours): unix seconds when the node last reached upgrade-done from an upgrade;
+   * written while its pool soaks upgrades (soakSecondsAfterUpgrade), read for the soak.
+   */
+  readonly upgradeDoneTime: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -167,6 +177,8 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     clientsStopped: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.clients-stopped`,
     driverLoaded: `${fact}-driver-loaded`,
     restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
+    lastStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.last-start-time`,
+    upgradeDoneTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.done-time`,
   };
 }
 

@@ -168,6 +168,9 @@ export const REASON_CODES = [
   'paused',
   'stopped',
   'halted',
+  'outside-maintenance-window',
+  'start-delay',
+  'upgrade-soak',
   'skipped',
   'pool-conflict',
   'no-slot',
@@ -267,6 +270,23 @@ export interface RolloutStatus {
    * would leave them without the driver. `kernel` is the newest failing one the agent named.
    */
   readonly nextKernelFailing: readonly { readonly node: string; readonly kernel: string }[];
+  /** upgradePolicy.maintenanceWindows as of this pass. */
+  readonly maintenanceWindow: MaintenanceWindowStatus;
+}
+
+/**
+ * Whether a maintenance window is open and when that changes, RFC 3339 in UTC. '' is "none": no
+ * windows (always open), or nothing within the next week. Every field is always written: the
+ * status is stored with a merge patch, which would keep a field left out.
+ */
+export interface MaintenanceWindowStatus {
+  readonly open: boolean;
+  /** While open: when the open span closes. */
+  readonly closesAt: string;
+  /** The next opening (after the open span, while open). */
+  readonly nextOpening: string;
+  /** The window that opens next, with that opening in its own zone: `Sat 22:00-04:00 Europe/Berlin (2026-03-28T22:00:00)`. */
+  readonly nextWindow: string;
 }
 
 export const MAX_WAITING_IN_STATUS = 50;

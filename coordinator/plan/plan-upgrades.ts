@@ -10,7 +10,9 @@
  *    candidates to start.
  * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
  * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
- *    that passes takes a slot of its pool and starts (→ cordon-required), chaining on. A node
+ *    held by one waits with the first hold's reason, and the hold's wake time (a window opening,
+ *    a delay ending) joins the plan's next wake time; a node that passes takes a slot of its
+ *    pool and starts (→ cordon-required), chaining on. A node
  *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
  *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
  *
@@ -29,15 +31,17 @@ import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
+import { windowStateAt } from './maintenance-windows.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
-import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
+import { countPacing, countSoakStart, createPacing, donePacingActions, recordStart, startPacingActions, startsSoak, type PoolPacing } from './pacing.ts';
+import { countMember, createBudget, isInProgress, isOutOfService, isUpgrading, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
 import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
-import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
+import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
 import { handlePodDeletion } from './states/handle-pod-deletion.ts';
@@ -87,8 +91,10 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     pdbsByNamespace: indexPdbs(snapshot.pdbs),
     dependents: snapshot.dependents ?? [],
   };
+  const window = policy.maintenanceWindows.length === 0 ? null : windowStateAt(policy.maintenanceWindows, now);
   // Budgets from the snapshot as it is, before this pass changes anything: counted as the records are made.
   const budgets = createBudgets(policy);
+  const pacing = new Map<string, PoolPacing>([...budgets].map(([name, budget]) => [name, createPacing(budget.pool)]));
   const records: NodeRecord[] = [];
   for (const n of snapshot.nodes) {
     const node: NodeContext = {
@@ -97,6 +103,10 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
       pool: assignPool(n.labels, policy),
     };
     countInBudget(budgets, node);
+    if (node.pool.kind === 'pool') {
+      const pool = pacing.get(node.pool.pool.name);
+      if (pool !== undefined) countPacing(pool, node, ctx);
+    }
     records.push({ node, actions: [], reason: null, wakeAt: null, after: null });
   }
   for (const budget of budgets.values()) sealBudget(budget);
@@ -110,7 +120,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (runNode(record, ctx) === 'candidate') candidates.push(record);
     // Step 1 changes only the node it runs, so each node's count is final here.
     if (countsAsFailed(record, policy)) failedNodes++;
-    collectRelease(releases, record.node, before);
+    collectRelease(releases, record.node, before, soakStartedNow(record.node, before, pacing, now));
   }
   // Field by field, not a spread of ctx: a spread's shape is made per pass and dropped with it,
   // and with it the optimised code of the checks and handlers that read the context.
@@ -124,12 +134,15 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
+    pacing,
+    window,
   };
   startCandidates(candidates, startCtx, releases);
 
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
-  let nextWakeAt: number | null = null;
+  // A window that opens or closes changes the status (and the holds) with nothing else changed.
+  let nextWakeAt: number | null = window === null ? null : window.open ? window.closesAt : window.nextOpening;
   const tally = startTally(budgets, policy);
   for (const record of records) {
     recordReasonAnnotation(record, policy);
@@ -138,7 +151,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
     tallyRecord(tally, record);
   }
-  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally }) };
+  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window }) };
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
@@ -168,10 +181,24 @@ function membershipOf(node: NodeContext): Membership {
   return { state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready };
 }
 
-function collectRelease(releases: Map<string, SlotRelease[]>, node: NodeContext, before: Membership): void {
+/**
+ * A node this pass moves into upgrade-done from an upgrade, in a pool that soaks, keeps its
+ * parallel slot (pacing.ts): counted as soaking from now on when it held none before (it
+ * finished from uncordon-required); when it did, it keeps that one (its release frees no parallel
+ * slot: `soaking` true) until the next pass reads its done-time.
+ */
+function soakStartedNow(node: NodeContext, before: Membership, pacing: ReadonlyMap<string, PoolPacing>, now: number): boolean {
+  if (node.pool.kind !== 'pool' || !isInProgress(before.state) || !startsSoak(node)) return false;
+  const pool = pacing.get(node.pool.pool.name);
+  if (pool !== undefined && !isUpgrading(before.state)) countSoakStart(pool, now);
+  return true;
+}
+
+function collectRelease(releases: Map<string, SlotRelease[]>, node: NodeContext, before: Membership, soaking: boolean): void {
   if (node.pool.kind !== 'pool') return;
-  const release = slotReleaseOf(node.view.snapshot.name, before, membershipOf(node));
-  if (release === null) return;
+  const freed = slotReleaseOf(node.view.snapshot.name, before, membershipOf(node));
+  const release = freed !== null && soaking ? { ...freed, upgrading: false } : freed;
+  if (release === null || (!release.upgrading && !release.unavailable)) return;
   const pool = node.pool.pool.name;
   const list = releases.get(pool);
   if (list === undefined) releases.set(pool, [release]);
@@ -205,19 +232,22 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;
-    const reason = firstReason(START_CHECKS, node, ctx);
+    const hold = firstHold(START_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
-    if (reason !== null) {
+    if (hold !== null) {
       // The slot check comes last: no slot is the only reason left, and a release may end it.
-      const from = reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
+      const from = hold.reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
       if (from === null) {
-        record.reason = reason;
+        record.reason = hold.reason;
+        record.wakeAt = hold.wakeAt;
         continue;
       }
       record.after = from;
     }
     else if (budget !== undefined) takeSlot(budget, outOfService);
+    const paced = budget === undefined ? undefined : ctx.pacing.get(budget.pool.name);
+    if (paced !== undefined) recordStart(paced, ctx.now);
     runNode(record, ctx, startResult(node, ctx));
   }
 }
@@ -247,6 +277,7 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
     else if (a[keys.initialStateUnschedulable] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key: keys.initialStateUnschedulable });
     actions.push({ kind: 'setAnnotation', node: name, key: keys.upgradeStartTime, value: toUnixSeconds(ctx.now) });
   }
+  actions.push(...startPacingActions(node, ctx));
   if (isUpgradeRequested(a, keys)) actions.push({ kind: 'removeAnnotation', node: name, key: keys.upgradeRequested });
   const unchanged = canRestartOnly(node, ctx);
   if (unchanged !== null) {
@@ -343,6 +374,7 @@ function transition(record: NodeRecord, result: Extract<StepResult, { kind: 'adv
     if (!kept.includes(key) && view.annotations[key] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key });
   }
   actions.push({ kind: 'setAnnotation', node: name, key: keys.stateStartTime, value: toUnixSeconds(ctx.now) });
+  if (result.to === 'upgrade-done' && isInProgress(from)) actions.push(...donePacingActions(record.node, ctx));
   const event: NodeAction = {
     kind: 'emitEvent',
     node: name,

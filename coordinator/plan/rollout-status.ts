@@ -3,14 +3,16 @@
  */
 import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
-import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
+import { formatInstant } from '../policy/zoned-time.ts';
+import type { WindowState } from './maintenance-windows.ts';
+import { MAX_WAITING_IN_STATUS, type MaintenanceWindowStatus, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
 import { isKnownByName } from './nodes-by-name.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
 
 /** Reasons that hold many nodes at once and say little about any one of them: listed last. */
-const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped']);
+const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped', 'outside-maintenance-window', 'start-delay', 'upgrade-soak']);
 
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
@@ -21,10 +23,12 @@ export interface StatusInput {
   readonly halted: boolean;
   /** Every record counted (tallyRecord) once the pass has decided for it. */
   readonly tally: StatusTally;
+  /** null: no maintenance windows. */
+  readonly window: WindowState | null;
 }
 
 export function buildRolloutStatus(input: StatusInput): RolloutStatus {
-  const { snapshot, policy, records, budgets, halted, tally } = input;
+  const { snapshot, policy, records, budgets, halted, tally, window } = input;
   const { states, perPool, inProgress } = tally;
   const pools: PoolStatus[] = [...budgets.values()]
     .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
@@ -82,6 +86,18 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
     ],
     waiting: firstWaiting(records, isKnownByName(snapshot.nodes) || isSortedByName(records)),
     nextKernelFailing: tally.nextKernelFailing.sort((a, b) => (a.node < b.node ? -1 : 1)).slice(0, MAX_WAITING_IN_STATUS),
+    maintenanceWindow: windowStatus(window),
+  };
+}
+
+function windowStatus(window: WindowState | null): MaintenanceWindowStatus {
+  if (window === null) return { open: true, closesAt: '', nextOpening: '', nextWindow: '' };
+  const at = (ms: number | null): string => (ms === null ? '' : formatInstant(ms));
+  return {
+    open: window.open,
+    closesAt: at(window.closesAt),
+    nextOpening: at(window.nextOpening),
+    nextWindow: window.next === null ? '' : `${window.next.window.text} (${window.next.wallTime})`,
   };
 }
 

@@ -1,8 +1,18 @@
 /**
- * Whether a node in upgrade-required may start now: an ordered list of pure checks, each giving
- * a reason or null (reasons are data). The first reason wins; the slot check comes last so that a
- * node held back for another reason never takes a slot.
+ * Whether a node in upgrade-required may start now: an ordered list of pure checks, each giving a
+ * hold (a reason, and when to look again) or null (reasons are data). The first hold wins; the
+ * slot check comes last so that a node held back for another reason never takes a slot.
+ *
+ * The order (coordinator/README.md, "Why a node does not start"): stopped (before any check: the
+ * node does not run at all) > paused > the node's own exclusions (skip label, two pools, no driver
+ * pod) > halted > canary > outside maintenance window > alert > pacing > NotReady > no slot.
+ *
+ * A check that holds for time says when the hold ends (`wakeAt`, epoch ms): the planner folds it
+ * into the plan's next wake time, so a quiet cluster is planned again when a window opens or a
+ * delay ends. A hold that only a change in the cluster can lift has `wakeAt: null`.
  */
+import { isOutsideWindow, type WindowState } from './maintenance-windows.ts';
+import { isPaced, type PoolPacing } from './pacing.ts';
 import type { PoolBudget } from './pool-capacity.ts';
 import { isOutOfService, slotShortage } from './pool-capacity.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
@@ -11,11 +21,22 @@ export interface StartContext extends StepContext {
   readonly halted: boolean;
   readonly failedNodes: number;
   readonly budgets: ReadonlyMap<string, PoolBudget>;
+  /** Pool name → its pacing, counted from the nodes (pacing.ts). */
+  readonly pacing: ReadonlyMap<string, PoolPacing>;
+  /** The maintenance windows at `now`; null: none configured (always open). */
+  readonly window: WindowState | null;
 }
 
-export type StartCheck = (node: NodeContext, ctx: StartContext) => Reason | null;
+/** Why a node may not start now, and when to look again (epoch ms; null: only a change in the cluster can lift it). */
+export interface StartHold {
+  readonly reason: Reason;
+  readonly wakeAt: number | null;
+}
 
-const same = (code: Reason['code'], text: string): Reason => ({ code, message: text, detail: text });
+export type StartCheck = (node: NodeContext, ctx: StartContext) => StartHold | null;
+
+/** A hold whose stable message and live detail are the same text, lifted only by a change in the cluster. */
+const same = (code: Reason['code'], text: string): StartHold => ({ reason: { code, message: text, detail: text }, wakeAt: null });
 
 export const isPaused: StartCheck = (_node, ctx) =>
   ctx.policy.autoUpgrade ? null : same('paused', 'paused: upgradePolicy.autoUpgrade is false');
@@ -32,9 +53,12 @@ export const hasNoDriverPod: StartCheck = (node) => (node.driver.pods.length ===
 export const isHalted: StartCheck = (node, ctx) =>
   ctx.halted && node.view.annotations[ctx.policy.keys.failedRevision] === undefined
     ? {
-        code: 'halted',
-        message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
-        detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        reason: {
+          code: 'halted',
+          message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+          detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        },
+        wakeAt: null,
       }
     : null;
 
@@ -44,28 +68,32 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
   if (budget === undefined) return null;
   const shortage = slotShortage(budget, isOutOfService({ state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready }));
   if (shortage === null) return null;
-  // Thousands of nodes may wait on one pool: share one Reason while the shortage is the same.
-  const cached = noSlotReasons.get(budget);
-  if (cached?.detail === shortage) return cached;
+  // Thousands of nodes may wait on one pool: share one hold while the shortage is the same.
+  const cached = noSlotHolds.get(budget);
+  if (cached?.reason.detail === shortage) return cached;
   const pool = budget.pool;
   const maxUnavailable = pool.maxUnavailable.kind === 'count' ? String(pool.maxUnavailable.value) : `${pool.maxUnavailable.value}%`;
-  const reason: Reason = {
-    code: 'no-slot',
-    message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
-    detail: shortage,
+  const hold: StartHold = {
+    reason: {
+      code: 'no-slot',
+      message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
+      detail: shortage,
+    },
+    wakeAt: null,
   };
-  noSlotReasons.set(budget, reason);
-  return reason;
+  noSlotHolds.set(budget, hold);
+  return hold;
 };
 
-const noSlotReasons = new WeakMap<PoolBudget, Reason>();
+const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isOutsideWindow, isPaced, hasNoSlot];
 
-export function firstReason(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): Reason | null {
+/** The first check's hold, in the checks' order; null when every check lets the node start. */
+export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {
-    const reason = check(node, ctx);
-    if (reason !== null) return reason;
+    const hold = check(node, ctx);
+    if (hold !== null) return hold;
   }
   return null;
 }

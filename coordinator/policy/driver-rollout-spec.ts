@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { ConfigProblem } from '../../shared/errors.ts';
 import { DEFAULT_KEY_DOMAIN, driverKeys, upgradeEventReason, type DriverKeys } from '../../shared/keys.ts';
 import { driverDefaults } from './driver-defaults.ts';
+import { compileMaintenanceWindow, MAX_MAINTENANCE_WINDOWS, maintenanceWindowSchema, type MaintenanceWindow } from './maintenance-window.ts';
 import {
   compileLabelSelector,
   isLabelKey,
@@ -88,6 +89,10 @@ const poolSchema = z.object({
   maxUnavailable: intOrPercent.optional(),
   /** Defaults to the top-level upgradePolicy.maxParallelUpgrades. 0 = unlimited. */
   maxParallelUpgrades: z.int().min(0).optional(),
+  /** Defaults to the top-level upgradePolicy.minSecondsBetweenStarts. */
+  minSecondsBetweenStarts: z.int().min(0).optional(),
+  /** Defaults to the top-level upgradePolicy.soakSecondsAfterUpgrade. */
+  soakSecondsAfterUpgrade: z.int().min(0).optional(),
 });
 
 const upgradePolicySchema = z.object({
@@ -104,6 +109,25 @@ const upgradePolicySchema = z.object({
   maxParallelUpgrades: z.int().min(0).default(1),
   /** Per pool: int, or percent of the pool's managed nodes rounded up. Cordoned or NotReady nodes count. */
   maxUnavailable: intOrPercent.default('25%'),
+  /**
+   * Pacing (ours), per pool: at least this long between two node starts (a retry counts as a
+   * start). The last start is read from the nodes (lastStartTime, upgradeStartTime), so a new
+   * leader keeps the pace. 0 = no delay.
+   */
+  minSecondsBetweenStarts: z.int().min(0).default(0),
+  /**
+   * Pacing (ours), per pool: a node that reached upgrade-done keeps its parallel slot
+   * (maxParallelUpgrades) this long before another node may take it; once uncordoned and Ready it
+   * holds no unavailable slot. With maxParallelUpgrades 0 (unlimited) there is no slot to keep and
+   * the soak holds nothing. 0 = no soak.
+   */
+  soakSecondsAfterUpgrade: z.int().min(0).default(0),
+  /**
+   * When nodes may start an upgrade (ours): a union of weekly windows in IANA time zones
+   * (maintenance-window.ts). Outside every window no node starts; nodes already started finish.
+   * Empty: always.
+   */
+  maintenanceWindows: z.array(maintenanceWindowSchema).max(MAX_MAINTENANCE_WINDOWS).default([]),
   waitForCompletion: z
     .object({
       /** Pods to wait for; "" waits on none (the state is passed through). */
@@ -263,6 +287,10 @@ export interface PoolPolicy {
   readonly maxUnavailable: IntOrPercent;
   /** 0 = unlimited. */
   readonly maxParallelUpgrades: number;
+  /** 0 = no delay between starts. */
+  readonly minSecondsBetweenStarts: number;
+  /** 0 = no soak after a node's upgrade. */
+  readonly soakSecondsAfterUpgrade: number;
 }
 
 /** What identifies a device pod: used by pod deletion and by the idle-first ordering. */
@@ -283,6 +311,8 @@ export interface DriverRolloutPolicy {
   readonly autoUpgrade: boolean;
   /** Emergency stop: no node moves or is acted on. */
   readonly stop: boolean;
+  /** When nodes may start; empty: always. */
+  readonly maintenanceWindows: readonly MaintenanceWindow[];
   readonly waitForCompletion: { readonly podSelector: Selector | null; readonly timeoutSeconds: number };
   /** null: podDeletion.enable is false. */
   readonly podDeletion: {
@@ -354,6 +384,8 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       nodeSelector: compile(`spec.pools[${i}].nodeSelector`, compileLabelSelector(p.nodeSelector)),
       maxUnavailable: p.maxUnavailable === undefined ? topMaxUnavailable : toIntOrPercent(p.maxUnavailable),
       maxParallelUpgrades: p.maxParallelUpgrades ?? up.maxParallelUpgrades,
+      minSecondsBetweenStarts: p.minSecondsBetweenStarts ?? up.minSecondsBetweenStarts,
+      soakSecondsAfterUpgrade: p.soakSecondsAfterUpgrade ?? up.soakSecondsAfterUpgrade,
     }),
   );
   const pd = up.podDeletion;
@@ -367,6 +399,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     daemonSetSelector,
     autoUpgrade: up.autoUpgrade,
     stop: up.stop,
+    maintenanceWindows: up.maintenanceWindows.map(compileMaintenanceWindow),
     waitForCompletion: {
       podSelector: optionalSelector('spec.upgradePolicy.waitForCompletion.podSelector', up.waitForCompletion.podSelector),
       timeoutSeconds: up.waitForCompletion.timeoutSeconds,
@@ -402,6 +435,8 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
       nodeSelector: null,
       maxUnavailable: topMaxUnavailable,
       maxParallelUpgrades: up.maxParallelUpgrades,
+      minSecondsBetweenStarts: up.minSecondsBetweenStarts,
+      soakSecondsAfterUpgrade: up.soakSecondsAfterUpgrade,
     },
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, policy };

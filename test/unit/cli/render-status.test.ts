@@ -46,6 +46,18 @@ describe('renderStatus', () => {
     expect(renderStatus([view], 80)[0]).toBe('driver-rollout/gpu · driver gpu · PAUSED · HALTED · 1 failed');
   });
 
+  it('says whether a maintenance window is open, and when the next one opens', () => {
+    const closed = { open: false, closesAt: '', nextOpening: '2026-11-28T21:00:00Z', nextWindow: 'Sat 22:00-04:00 Europe/Berlin (2026-11-28T22:00:00)' };
+    expect(renderStatus([aRolloutView([], { maintenanceWindow: closed })], 200)).toContain(
+      'maintenance window: closed (no node starts), next opening 2026-11-28T21:00:00Z: Sat 22:00-04:00 Europe/Berlin (2026-11-28T22:00:00)',
+    );
+    const open = { open: true, closesAt: '2026-11-29T03:00:00Z', nextOpening: '2026-12-05T21:00:00Z', nextWindow: 'Sat 22:00-04:00 Europe/Berlin (2026-12-05T22:00:00)' };
+    expect(renderStatus([aRolloutView([], { maintenanceWindow: open })], 200)).toContain(
+      'maintenance window: open until 2026-11-29T03:00:00Z; next opening 2026-12-05T21:00:00Z: Sat 22:00-04:00 Europe/Berlin (2026-12-05T22:00:00)',
+    );
+    expect(renderStatus([aRolloutView([])], 200).some((line) => line.startsWith('maintenance window'))).toBe(false);
+  });
+
   it('says so when there is nothing to show', () => {
     expect(renderStatus([], 80)).toEqual(['No DriverRollouts found.']);
     expect(renderStatus([aRolloutView([])], 80)).toContain('  (no nodes yet)');

@@ -80,6 +80,15 @@ describe('buildRolloutViews', () => {
       status: { conditions: [{ type: 'InvalidSpec', status: 'True', message: 'spec.upgradePolicy.maxUnavailable: must be 0..100%' }] },
     };
     const [view] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-done' })], []), rollouts: [fresh] }, NOW);
-    expect(view).toMatchObject({ total: 1, done: 1, failed: 0, paused: true, invalidSpec: 'spec.upgradePolicy.maxUnavailable: must be 0..100%' });
+    expect(view).toMatchObject({ total: 1, done: 1, failed: 0, paused: true, invalidSpec: 'spec.upgradePolicy.maxUnavailable: must be 0..100%', maintenanceWindow: null });
+  });
+
+  it('takes the maintenance window from the status, and shows none for a rollout without windows', () => {
+    const closed = { open: false, closesAt: '', nextOpening: '2026-11-28T21:00:00Z', nextWindow: 'Sat 22:00-04:00 Europe/Berlin (2026-11-28T22:00:00)' };
+    const [windowed] = buildRolloutViews({ ...snapshot([], []), rollouts: [{ ...rollout, status: { ...rollout.status, maintenanceWindow: closed } }] }, NOW);
+    expect(windowed?.maintenanceWindow).toEqual(closed);
+    const always = { open: true, closesAt: '', nextOpening: '', nextWindow: '' };
+    const [unwindowed] = buildRolloutViews({ ...snapshot([], []), rollouts: [{ ...rollout, status: { ...rollout.status, maintenanceWindow: always } }] }, NOW);
+    expect(unwindowed?.maintenanceWindow).toBeNull();
   });
 });

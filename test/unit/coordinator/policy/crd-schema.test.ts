@@ -24,6 +24,7 @@ interface Schema {
   minLength?: number;
   maxLength?: number;
   maxItems?: number;
+  minItems?: number;
   maxProperties?: number;
   pattern?: string;
   default?: unknown;
@@ -31,7 +32,7 @@ interface Schema {
   'x-kubernetes-int-or-string'?: boolean;
   'x-kubernetes-list-type'?: string;
   'x-kubernetes-list-map-keys'?: string[];
-  'x-kubernetes-validations'?: { rule: string; message: string }[];
+  'x-kubernetes-validations'?: { rule: string; message: string; fieldPath?: string }[];
 }
 
 interface Crd {
@@ -66,6 +67,7 @@ const CEL: Record<string, (self: Json) => boolean> = {
   "type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')": (self) =>
     typeof self === 'number' ? self >= 0 : /^(100|[1-9]?[0-9])%$/.test(String(self)),
   "self != 'default'": (self) => self !== 'default',
+  'self.start != self.end': (self) => (self as { start: unknown }).start !== (self as { end: unknown }).end,
 };
 
 function typeOk(schema: Schema, value: Json): boolean {
@@ -97,10 +99,10 @@ function validate(schema: Schema, value: Json, path: string, problems: string[])
   if (isObject(value)) validateObject(schema, value, path, problems);
   if (Array.isArray(value)) validateArray(schema, value, path, problems);
   if (problems.length > before) return;
-  for (const { rule } of schema['x-kubernetes-validations'] ?? []) {
+  for (const { rule, fieldPath } of schema['x-kubernetes-validations'] ?? []) {
     const check = CEL[rule];
     if (check === undefined) throw new Error(`CEL rule not emulated in this test: ${rule}`);
-    if (!check(value)) problems.push(path);
+    if (!check(value)) problems.push(`${path}${fieldPath ?? ''}`);
   }
 }
 
@@ -123,9 +125,15 @@ function validateObject(schema: Schema, value: Record<string, Json>, path: strin
 
 function validateArray(schema: Schema, value: readonly Json[], path: string, problems: string[]): void {
   if (schema.maxItems !== undefined && value.length > schema.maxItems) problems.push(path);
+  if (schema.minItems !== undefined && value.length < schema.minItems) problems.push(path);
   value.forEach((v, i) => {
     if (schema.items !== undefined) validate(schema.items, v, `${path}[${i}]`, problems);
   });
+  if (schema['x-kubernetes-list-type'] === 'set') {
+    value.forEach((v, i) => {
+      if (value.findIndex((w) => JSON.stringify(w) === JSON.stringify(v)) !== i) problems.push(`${path}[${i}]`);
+    });
+  }
   if (schema['x-kubernetes-list-type'] !== 'map') return;
   const keys = schema['x-kubernetes-list-map-keys'] ?? [];
   const seen = new Set<string>();

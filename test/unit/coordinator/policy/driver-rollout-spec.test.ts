@@ -41,7 +41,8 @@ describe('parseDriverRolloutSpec', () => {
     expect(p.keys.upgradeState).toBe('nvidia.com/gpu-driver-upgrade-state');
     expect(p.eventReason).toBe('GPUDriverUpgrade');
     expect(p.autoUpgrade).toBe(true);
-    expect(p.defaultPool).toEqual({ name: 'default', nodeSelector: null, maxUnavailable: { kind: 'percent', value: 25 }, maxParallelUpgrades: 1 });
+    expect(p.defaultPool).toEqual({ name: 'default', nodeSelector: null, maxUnavailable: { kind: 'percent', value: 25 }, maxParallelUpgrades: 1, minSecondsBetweenStarts: 0, soakSecondsAfterUpgrade: 0 });
+    expect(p.maintenanceWindows).toEqual([]);
     expect(p.waitForCompletion).toEqual({ podSelector: null, timeoutSeconds: 0 });
     // On by default, as the GPU Operator's gpuPodDeletion: a driver is never restarted under a GPU pod.
     expect(p.podDeletion).toEqual({ force: false, timeoutSeconds: 300, deleteEmptyDir: false });
