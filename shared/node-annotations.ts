@@ -115,6 +115,8 @@ export const NODE_ANNOTATIONS = {
   clientsStopped: COMMA_LIST,
   driverLoaded: LOADED_DRIVER,
   restartOnly: FLAG,
+  canary: TEXT,
+  canaryFailed: TEXT,
 } as const satisfies Partial<Record<keyof DriverKeys, AnnotationSchema<unknown>>>;
 
 export type NodeAnnotation = keyof typeof NODE_ANNOTATIONS;

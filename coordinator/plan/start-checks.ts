@@ -1,21 +1,35 @@
 /**
  * Whether a node in upgrade-required may start now: an ordered list of pure checks, each giving
- * a reason or null (reasons are data). The first reason wins; the slot check comes last so that a
- * node held back for another reason never takes a slot.
+ * a hold (a reason, and when to look again) or null (reasons are data). The first hold wins; the
+ * slot check comes last so that a node held back for another reason never takes a slot.
+ * Documented order (coordinator/README.md, plan/README.md): stopped > paused > halted (failure
+ * budget) > canary > ... > no slot.
  */
 import type { PoolBudget } from './pool-capacity.ts';
 import { isOutOfService, slotShortage } from './pool-capacity.ts';
+import type { CanaryGate } from './canary-gate.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
 
 export interface StartContext extends StepContext {
   readonly halted: boolean;
   readonly failedNodes: number;
   readonly budgets: ReadonlyMap<string, PoolBudget>;
+  /** The canary of the newest revision (canary-gate.ts); its hold applies to the nodes outside it. */
+  readonly canary: CanaryGate;
 }
 
-export type StartCheck = (node: NodeContext, ctx: StartContext) => Reason | null;
+/** Why a node may not start now, and when to look again (epoch ms; null: only a change in the cluster can lift it). */
+export interface StartHold {
+  readonly reason: Reason;
+  readonly wakeAt: number | null;
+}
 
-const same = (code: Reason['code'], text: string): Reason => ({ code, message: text, detail: text });
+export type StartCheck = (node: NodeContext, ctx: StartContext) => StartHold | null;
+
+const same = (code: Reason['code'], text: string): StartHold => untimed({ code, message: text, detail: text });
+
+/** A hold only a change in the cluster can lift. */
+export const untimed = (reason: Reason): StartHold => ({ reason, wakeAt: null });
 
 export const isPaused: StartCheck = (_node, ctx) =>
   ctx.policy.autoUpgrade ? null : same('paused', 'paused: upgradePolicy.autoUpgrade is false');
@@ -31,12 +45,15 @@ export const hasNoDriverPod: StartCheck = (node) => (node.driver.pods.length ===
 /** The failure budget stops new starts; a failed node being retried is already counted and may start. */
 export const isHalted: StartCheck = (node, ctx) =>
   ctx.halted && node.view.annotations[ctx.policy.keys.failedRevision] === undefined
-    ? {
+    ? untimed({
         code: 'halted',
         message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
         detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
-      }
+      })
     : null;
+
+/** The canary of the newest revision holds every node outside it until it is approved or has soaked, and for good once it failed. */
+export const isHeldByCanary: StartCheck = (node, ctx) => ctx.canary.holdFor(node.view.snapshot.name);
 
 export const hasNoSlot: StartCheck = (node, ctx) => {
   if (node.pool.kind !== 'pool') return null;
@@ -46,26 +63,27 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
   if (shortage === null) return null;
   // Thousands of nodes may wait on one pool: share one Reason while the shortage is the same.
   const cached = noSlotReasons.get(budget);
-  if (cached?.detail === shortage) return cached;
+  if (cached?.reason.detail === shortage) return cached;
   const pool = budget.pool;
   const maxUnavailable = pool.maxUnavailable.kind === 'count' ? String(pool.maxUnavailable.value) : `${pool.maxUnavailable.value}%`;
-  const reason: Reason = {
+  const hold = untimed({
     code: 'no-slot',
     message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
     detail: shortage,
-  };
-  noSlotReasons.set(budget, reason);
-  return reason;
+  });
+  noSlotReasons.set(budget, hold);
+  return hold;
 };
 
-const noSlotReasons = new WeakMap<PoolBudget, Reason>();
+const noSlotReasons = new WeakMap<PoolBudget, StartHold>();
 
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, hasNoSlot];
 
-export function firstReason(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): Reason | null {
+/** The first check's hold, in the checks' order; null: the node may start. */
+export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {
-    const reason = check(node, ctx);
-    if (reason !== null) return reason;
+    const hold = check(node, ctx);
+    if (hold !== null) return hold;
   }
   return null;
 }
