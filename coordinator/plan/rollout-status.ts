@@ -101,11 +101,10 @@ function canaryConditions(canary: CanaryStatus | null): RolloutCondition[] {
     canary.approvedBy === null
       ? { type: 'CanaryApproved', status: 'False', reason: 'NotApproved', message: `revision ${canary.revision} is not approved` }
       : { type: 'CanaryApproved', status: 'True', reason: 'Approved', message: `canary of revision ${canary.revision} (nodes ${canary.nodes.join(', ')}) approved by ${canary.approvedBy}` };
-  const failed: RolloutCondition =
-    canary.phase === 'CanaryFailed'
-      ? { type: 'CanaryFailed', status: 'True', reason: canary.rollback === null ? 'Halted' : 'RollingBack', message: `canary of revision ${canary.revision} failed: ${canary.failure ?? ''}${canary.rollback === null ? '' : `; rolling back ${canary.rollback}`}` }
-      : { type: 'CanaryFailed', status: 'False', reason: canary.phase, message: `canary of revision ${canary.revision}: ${canary.phase}` };
-  return [approved, failed];
+  const why = `canary of revision ${canary.revision} failed: ${canary.failure ?? ''}`;
+  if (canary.phase !== 'CanaryFailed') return [approved, { type: 'CanaryFailed', status: 'False', reason: canary.phase, message: `canary of revision ${canary.revision}: ${canary.phase}` }];
+  if (canary.rollback === null) return [approved, { type: 'CanaryFailed', status: 'True', reason: 'Halted', message: why }];
+  return [approved, { type: 'CanaryFailed', status: 'True', reason: 'RollingBack', message: `${why}; rolling back ${canary.rollback}` }];
 }
 
 export interface PoolCounts {
