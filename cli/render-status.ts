@@ -48,7 +48,21 @@ function renderHeadline(v: RolloutView, width: number): string[] {
   if (barWidth >= BAR_MIN) lines.push(`[${bar(v.done, v.total, barWidth)}] ${count}`);
   else lines.push(truncate(count, width));
   if (v.invalidSpec !== null) lines.push(...wrap(`invalid spec: ${v.invalidSpec}`, width));
+  if (v.canary !== null) lines.push(...wrap(canaryLine(v.canary), width));
   return lines;
+}
+
+/** `canary Soaking until <time> · nodes a, b · revision <r>`, with who approved or why it failed. */
+function canaryLine(c: NonNullable<RolloutView['canary']>): string {
+  const parts = [
+    `canary ${c.phase}${c.phase === 'Soaking' && c.soakUntil !== null ? ` until ${c.soakUntil}` : ''}`,
+    `nodes ${c.nodes.join(', ')}`,
+    `revision ${c.revision}`,
+    ...(c.approvedBy === null ? [] : [`approved by ${c.approvedBy}`]),
+    ...(c.phase === 'CanaryFailed' && c.failure !== null ? [`failed: ${c.failure}`] : []),
+    ...(c.phase === 'WaitingForApproval' ? ['kubectl driver-rollout approve'] : []),
+  ];
+  return parts.join(' · ');
 }
 
 function bar(done: number, total: number, width: number): string {

@@ -43,7 +43,19 @@ export interface RolloutView {
   readonly halted: boolean;
   /** The spec's problem when the coordinator refused it (InvalidSpec condition), else null. */
   readonly invalidSpec: string | null;
+  /** The canary of the newest revision as the status has it; null when none holds one. */
+  readonly canary: CanaryView | null;
   readonly nodes: readonly NodeView[];
+}
+
+/** status.canary: phase (Canary, WaitingForApproval, Soaking, Rolling, CanaryFailed), nodes, who approved. */
+export interface CanaryView {
+  readonly revision: string;
+  readonly phase: string;
+  readonly nodes: readonly string[];
+  readonly approvedBy: string | null;
+  readonly soakUntil: string | null;
+  readonly failure: string | null;
 }
 
 /** A DriverRollout as read from the API (spec and status untrusted: every field optional). */
@@ -62,6 +74,14 @@ export interface RolloutObject {
     readonly nodes?: { readonly total?: number; readonly done?: number; readonly failed?: number; readonly inProgress?: number };
     readonly waiting?: readonly { readonly node?: string; readonly state?: string; readonly reason?: string }[];
     readonly conditions?: readonly { readonly type?: string; readonly status?: string; readonly message?: string }[];
+    readonly canary?: {
+      readonly revision?: string;
+      readonly phase?: string;
+      readonly nodes?: readonly string[];
+      readonly approvedBy?: string | null;
+      readonly soakUntil?: string | null;
+      readonly failure?: string | null;
+    } | null;
   };
 }
 
@@ -96,7 +116,7 @@ function buildRolloutView(rollout: RolloutObject, snapshot: ClusterSnapshot, now
     .filter((n) => n.metadata?.labels?.[keys.upgradeState] !== undefined || podsByNode.has(n.metadata?.name ?? ''))
     .map((n) => nodeView(n, { keys, pools, waiting, pod: podsByNode.get(n.metadata?.name ?? ''), nowMs }))
     .sort((a, b) => a.pool.localeCompare(b.pool) || a.name.localeCompare(b.name));
-  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), nodes };
+  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), canary: canaryView(rollout.status?.canary), nodes };
 }
 
 function reasonOf(state: UpgradeState, annotated: string | undefined, listed: { readonly state: string; readonly reason: string } | undefined): string {
@@ -169,6 +189,18 @@ function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<Rollo
     paused: status?.paused ?? rollout.spec?.upgradePolicy?.autoUpgrade === false,
     halted: status?.halted ?? false,
     invalidSpec: invalid === undefined ? null : (invalid.message ?? 'invalid spec'),
+  };
+}
+
+function canaryView(canary: NonNullable<RolloutObject['status']>['canary']): CanaryView | null {
+  if (canary == null || canary.revision === undefined) return null;
+  return {
+    revision: canary.revision,
+    phase: canary.phase ?? '?',
+    nodes: canary.nodes ?? [],
+    approvedBy: canary.approvedBy ?? null,
+    soakUntil: canary.soakUntil ?? null,
+    failure: canary.failure ?? null,
   };
 }
 
