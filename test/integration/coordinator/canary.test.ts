@@ -60,12 +60,12 @@ async function expectRecordedOnNodes(world: RolloutWorld, canaryNodes: readonly 
 }
 
 describe('a canary on the real control plane', () => {
-  it('upgrades 2 of 8 nodes first, holds the rest until approved with the plugin, then rolls the rest within the limits', async () => {
+  it('upgrades 2 of 8 nodes first, keeps that set across a coordinator restart, holds the rest until approved with the plugin, then rolls the rest within the limits', async () => {
     const world = worlds.create('canary');
     await world.setUp(Array.from({ length: 8 }, () => ({})));
     await world.createDriver('driver:v1');
     await world.createRollout({ canary: { nodes: 2 }, upgradePolicy: { maxParallelUpgrades: 2, maxUnavailable: 2, podDeletion: { enable: false } } });
-    const { port } = await world.startCoordinator();
+    const first = await world.startCoordinator();
     await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])));
 
     let approvedAt: number | null = null;
@@ -88,6 +88,13 @@ describe('a canary on the real control plane', () => {
     await expectRecordedOnNodes(world, [...canaryNodes].sort(), canary?.revision ?? '');
     const images = await imageOn(world);
     expect(world.nodeNames.filter((n) => images.get(n) === 'driver:v2').sort()).toEqual([...canaryNodes].sort());
+    expect([...startedBeforeApproval].sort()).toEqual([...canaryNodes].sort());
+    // A restarted coordinator keeps the set: it reads it from the nodes, chooses nothing anew.
+    await first.stop();
+    const { port } = await world.startCoordinator();
+    const phaseSeries = `driver_rollout_canary_phase{namespace="${world.ns.name}",rollout="driver",driver="${world.driver}",phase="WaitingForApproval"} 1`;
+    await waitUntil('the new coordinator’s canary', async () => ((await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).includes(phaseSeries) ? true : undefined), { timeoutMs: 60_000, intervalMs: 200 });
+    await expectRecordedOnNodes(world, [...canaryNodes].sort(), canary?.revision ?? '');
     expect([...startedBeforeApproval].sort()).toEqual([...canaryNodes].sort());
     const shown = await kubectl(['driver-rollout', 'status', '-n', world.ns.name, '--width', '200']);
     expect(shown).toContain(`canary WaitingForApproval · nodes ${[...canaryNodes].sort().join(', ')} · revision ${canary?.revision ?? ''}`);

@@ -82,4 +82,14 @@ describe('buildRolloutViews', () => {
     const [view] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-done' })], []), rollouts: [fresh] }, NOW);
     expect(view).toMatchObject({ total: 1, done: 1, failed: 0, paused: true, invalidSpec: 'spec.upgradePolicy.maxUnavailable: must be 0..100%' });
   });
+
+  it('takes the canary from the status (phase, nodes, revision, who approved); none when the status has none or null', () => {
+    const canary = { revision: 'gpu-driver=7d9f8c', phase: 'Rolling', nodes: ['n1', 'n2'], approvedBy: 'alice', soakUntil: null, failure: null };
+    const withCanary: RolloutObject = { ...rollout, status: { ...rollout.status, canary } };
+    const [view] = buildRolloutViews({ ...snapshot([], []), rollouts: [withCanary] }, NOW);
+    expect(view?.canary).toEqual(canary);
+    const [cleared] = buildRolloutViews({ ...snapshot([], []), rollouts: [{ ...rollout, status: { ...rollout.status, canary: null } }] }, NOW);
+    expect(cleared?.canary).toBeNull();
+    expect(buildRolloutViews(snapshot([], []), NOW)[0]?.canary).toBeNull();
+  });
 });
