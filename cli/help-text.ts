@@ -11,6 +11,9 @@ Usage:
   kubectl driver-rollout pause [ROLLOUT]     set upgradePolicy.autoUpgrade=false (nodes already
                                              upgrading finish; no new node starts)
   kubectl driver-rollout resume [ROLLOUT]    set upgradePolicy.autoUpgrade=true
+  kubectl driver-rollout approve [ROLLOUT]   approve the canary of the revision the status names
+                                             (annotations naming it and you, the user the API
+                                             server authenticates); the other nodes then go on
   kubectl driver-rollout retry NODE          move a node in upgrade-failed back to upgrade-required
   kubectl driver-rollout skip NODE           label the node <domain>/<driver>-driver-upgrade.skip=true
   kubectl driver-rollout unskip NODE         remove that label
@@ -19,13 +22,10 @@ Usage:
   (why, retry, skip, unskip) look at the DriverRollouts of every namespace unless -n names
   one; the driver is the one whose upgrade-state label the node carries, or --driver NAME.
 
-Not available:
-  approve   DriverRollout has no canary gate yet, so there is nothing to approve.
-
 Flags (as kubectl's):
   --kubeconfig PATH     kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)
   --context NAME        kubeconfig context (default: the current context)
-  -n, --namespace NS    namespace of the DriverRollouts (status, pause, resume default to the
+  -n, --namespace NS    namespace of the DriverRollouts (status, pause, resume, approve default to the
                         context's namespace, else "default")
   -A, --all-namespaces  status: every namespace
   -o, --output FORMAT   status as json or yaml instead of a table

@@ -16,7 +16,7 @@ export type CliCommand =
   | { readonly kind: 'help' }
   | { readonly kind: 'status'; readonly target: Target; readonly rollout: string | undefined; readonly watch: boolean; readonly output: OutputFormat; readonly width: number | undefined }
   | { readonly kind: 'why'; readonly target: Target; readonly node: string; readonly driver: string | undefined; readonly width: number | undefined }
-  | { readonly kind: 'pause' | 'resume'; readonly target: Target; readonly rollout: string | undefined }
+  | { readonly kind: 'pause' | 'resume' | 'approve'; readonly target: Target; readonly rollout: string | undefined }
   | { readonly kind: 'retry' | 'skip' | 'unskip'; readonly target: Target; readonly node: string; readonly driver: string | undefined };
 
 const OPTIONS = {
@@ -39,6 +39,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly OptionName[]>> = {
   why: ['all-namespaces', 'driver', 'width'],
   pause: [],
   resume: [],
+  approve: [],
   retry: ['all-namespaces', 'driver'],
   skip: ['all-namespaces', 'driver'],
   unskip: ['all-namespaces', 'driver'],
@@ -56,9 +57,6 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   const { values, positionals, tokens } = parsed;
   const [command, ...args] = positionals;
   if (values.help === true || command === undefined || command === 'help') return { kind: 'help' };
-  if (command === 'approve') {
-    throw new UsageError('approve: there is no canary gate yet (DriverRollout has no approval step), so there is nothing to approve', { command });
-  }
   const allowed = COMMAND_OPTIONS[command];
   if (allowed === undefined) throw new UsageError(`unknown command "${command}"`, { command });
   for (const t of tokens) {
@@ -82,6 +80,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
       return { kind: 'why', target, node: exactlyOne(command, args, 'NODE'), driver: values.driver, width };
     case 'pause':
     case 'resume':
+    case 'approve':
       atMost(command, args, 1, 'ROLLOUT');
       return { kind: command, target, rollout: args[0] };
     default:

@@ -1,4 +1,4 @@
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, AuthenticationV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { DRIVER_ROLLOUT_GROUP as GROUP, DRIVER_ROLLOUT_PLURAL as PLURAL, DRIVER_ROLLOUT_VERSION as VERSION } from '../coordinator/policy/driver-rollout-spec.ts';
 import { compileLabelSelector, matchesSelector } from '../coordinator/policy/label-selector.ts';
 import type { ClusterSnapshot, RolloutObject } from './rollout-view.ts';
@@ -12,8 +12,10 @@ export class ClusterReader {
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;
   readonly #policy: PolicyV1Api;
+  readonly #kc: KubeConfig;
 
   constructor(kc: KubeConfig) {
+    this.#kc = kc;
     this.#custom = kc.makeApiClient(CustomObjectsApi);
     this.#core = kc.makeApiClient(CoreV1Api);
     this.#apps = kc.makeApiClient(AppsV1Api);
@@ -54,6 +56,21 @@ export class ClusterReader {
       daemonSetUids.set(r.metadata?.uid ?? '', uids);
     }
     return { rollouts, nodes, pods: perNamespace.flatMap((p) => p.pods), daemonSetUids };
+  }
+
+  /**
+   * Who the API server takes this user for (a SelfSubjectReview, as `kubectl auth whoami`); where
+   * the server refuses one, the kubeconfig's user name, marked as such.
+   */
+  async whoAmI(): Promise<string> {
+    try {
+      const review = await this.#kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+      const username = review.status?.userInfo?.username;
+      if (username !== undefined && username !== '') return username;
+    } catch {
+      // Older servers, or RBAC without selfsubjectreviews: fall back to the kubeconfig.
+    }
+    return `${this.#kc.getCurrentUser()?.name ?? 'unknown'} (kubeconfig user)`;
   }
 
   async readNode(name: string): Promise<V1Node> {

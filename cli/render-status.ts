@@ -48,6 +48,7 @@ function renderHeadline(v: RolloutView, width: number): string[] {
   if (barWidth >= BAR_MIN) lines.push(`[${bar(v.done, v.total, barWidth)}] ${count}`);
   else lines.push(truncate(count, width));
   if (v.invalidSpec !== null) lines.push(...wrap(`invalid spec: ${v.invalidSpec}`, width));
+  if (v.canary !== null) lines.push(...wrap(canaryLine(v.canary), width));
   if (v.maintenanceWindow !== null) lines.push(...wrap(maintenanceWindowLine(v.maintenanceWindow), width));
   return lines;
 }
@@ -56,6 +57,19 @@ function renderHeadline(v: RolloutView, width: number): string[] {
 function maintenanceWindowLine(w: NonNullable<RolloutView['maintenanceWindow']>): string {
   const next = w.nextOpening === '' ? 'no opening within a week' : `next opening ${w.nextOpening}${w.nextWindow === '' ? '' : `: ${w.nextWindow}`}`;
   return w.open ? `maintenance window: open${w.closesAt === '' ? '' : ` until ${w.closesAt}`}; ${next}` : `maintenance window: closed (no node starts), ${next}`;
+}
+
+/** `canary Soaking until <time> · nodes a, b · revision <r>`, with who approved or why it failed. */
+function canaryLine(c: NonNullable<RolloutView['canary']>): string {
+  const parts = [
+    `canary ${c.phase}${c.phase === 'Soaking' && c.soakUntil !== null ? ` until ${c.soakUntil}` : ''}`,
+    `nodes ${c.nodes.join(', ')}`,
+    `revision ${c.revision}`,
+    ...(c.approvedBy === null ? [] : [`approved by ${c.approvedBy}`]),
+    ...(c.phase === 'CanaryFailed' && c.failure !== null ? [`failed: ${c.failure}`] : []),
+    ...(c.phase === 'WaitingForApproval' ? ['kubectl driver-rollout approve'] : []),
+  ];
+  return parts.join(' · ');
 }
 
 function bar(done: number, total: number, width: number): string {

@@ -45,7 +45,19 @@ export interface RolloutView {
   readonly invalidSpec: string | null;
   /** The status's maintenance window when the rollout has windows; null when it has none (always open) or no status yet. */
   readonly maintenanceWindow: { readonly open: boolean; readonly closesAt: string; readonly nextOpening: string; readonly nextWindow: string } | null;
+  /** The canary of the newest revision as the status has it; null when none holds one. */
+  readonly canary: CanaryView | null;
   readonly nodes: readonly NodeView[];
+}
+
+/** status.canary: phase (Canary, WaitingForApproval, Soaking, Rolling, CanaryFailed), nodes, who approved. */
+export interface CanaryView {
+  readonly revision: string;
+  readonly phase: string;
+  readonly nodes: readonly string[];
+  readonly approvedBy: string | null;
+  readonly soakUntil: string | null;
+  readonly failure: string | null;
 }
 
 /** A DriverRollout as read from the API (spec and status untrusted: every field optional). */
@@ -65,6 +77,14 @@ export interface RolloutObject {
     readonly waiting?: readonly { readonly node?: string; readonly state?: string; readonly reason?: string }[];
     readonly conditions?: readonly { readonly type?: string; readonly status?: string; readonly message?: string }[];
     readonly maintenanceWindow?: { readonly open?: boolean; readonly closesAt?: string; readonly nextOpening?: string; readonly nextWindow?: string };
+    readonly canary?: {
+      readonly revision?: string;
+      readonly phase?: string;
+      readonly nodes?: readonly string[];
+      readonly approvedBy?: string | null;
+      readonly soakUntil?: string | null;
+      readonly failure?: string | null;
+    } | null;
   };
 }
 
@@ -99,7 +119,7 @@ function buildRolloutView(rollout: RolloutObject, snapshot: ClusterSnapshot, now
     .filter((n) => n.metadata?.labels?.[keys.upgradeState] !== undefined || podsByNode.has(n.metadata?.name ?? ''))
     .map((n) => nodeView(n, { keys, pools, waiting, pod: podsByNode.get(n.metadata?.name ?? ''), nowMs }))
     .sort((a, b) => a.pool.localeCompare(b.pool) || a.name.localeCompare(b.name));
-  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), maintenanceWindow: maintenanceWindowOf(rollout.status?.maintenanceWindow), nodes };
+  return { namespace, name: rollout.metadata?.name ?? '', driver, keyDomain, ...summary(rollout, nodes), maintenanceWindow: maintenanceWindowOf(rollout.status?.maintenanceWindow), canary: canaryView(rollout.status?.canary), nodes };
 }
 
 function reasonOf(state: UpgradeState, annotated: string | undefined, listed: { readonly state: string; readonly reason: string } | undefined): string {
@@ -180,6 +200,18 @@ function maintenanceWindowOf(w: NonNullable<RolloutObject['status']>['maintenanc
   if (w === undefined) return null;
   const view = { open: w.open ?? true, closesAt: w.closesAt ?? '', nextOpening: w.nextOpening ?? '', nextWindow: w.nextWindow ?? '' };
   return view.open && view.closesAt === '' && view.nextOpening === '' ? null : view;
+}
+
+function canaryView(canary: NonNullable<RolloutObject['status']>['canary']): CanaryView | null {
+  if (canary == null || canary.revision === undefined) return null;
+  return {
+    revision: canary.revision,
+    phase: canary.phase ?? '?',
+    nodes: canary.nodes ?? [],
+    approvedBy: canary.approvedBy ?? null,
+    soakUntil: canary.soakUntil ?? null,
+    failure: canary.failure ?? null,
+  };
 }
 
 interface CompiledPool {

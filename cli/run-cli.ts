@@ -2,7 +2,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import { stringify } from 'yaml';
 import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../shared/kube/patch-options.ts';
-import { driverKeys } from '../shared/keys.ts';
+import { CANARY_APPROVED_BY_ANNOTATION, CANARY_APPROVED_REVISION_ANNOTATION, driverKeys } from '../shared/keys.ts';
 import { buildWhyViews } from './build-why-views.ts';
 import { HELP_TEXT } from './help-text.ts';
 import type { CliCommand, Target } from './parse-cli-args.ts';
@@ -46,6 +46,8 @@ export async function runCli(command: CliCommand, io: CliIo): Promise<number> {
       case 'pause':
       case 'resume':
         return await pauseOrResume(command.kind, command.rollout, namespace, kc, reader, io);
+      case 'approve':
+        return await approve(command.rollout, namespace, kc, reader, io);
       case 'retry':
       case 'skip':
       case 'unskip':
@@ -106,6 +108,34 @@ async function pauseOrResume(kind: 'pause' | 'resume', name: string | undefined,
   );
   const what = autoUpgrade ? 'resumed (autoUpgrade=true)' : 'paused (autoUpgrade=false): nodes already upgrading finish, no new node starts';
   io.write(`driverrollout ${namespace}/${rollout.metadata?.name ?? ''} ${what}\n`);
+  return 0;
+}
+
+/**
+ * Approves the canary of the revision the rollout's status names: the DriverRollout's
+ * annotations name that revision and who approved (the coordinator lets only that revision
+ * through, and records who in an Event). Refuses when no canary holds a revision.
+ */
+async function approve(name: string | undefined, namespace: string, kc: KubeConfig, reader: ClusterReader, io: CliIo): Promise<number> {
+  const rollout = pickRollout(await reader.listRollouts({ namespace }), name, namespace);
+  const rolloutName = rollout.metadata?.name ?? '';
+  const canary = rollout.status?.canary;
+  const revision = canary?.revision;
+  if (canary == null || typeof revision !== 'string' || revision === '') {
+    throw new CliFailure(`driverrollout ${namespace}/${rolloutName} has no canary waiting (status.canary is empty): nothing to approve`);
+  }
+  if (canary.approvedBy != null) {
+    io.write(`driverrollout ${namespace}/${rolloutName}: revision ${revision} is already approved by ${canary.approvedBy}\n`);
+    return 0;
+  }
+  const user = await reader.whoAmI();
+  const annotations = { [CANARY_APPROVED_REVISION_ANNOTATION]: revision, [CANARY_APPROVED_BY_ANNOTATION]: user };
+  await kc.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+    { group: GROUP, version: VERSION, plural: PLURAL, namespace, name: rolloutName, body: { metadata: { annotations } } },
+    MERGE_PATCH,
+  );
+  const nodes = (canary.nodes ?? []).join(', ');
+  io.write(`driverrollout ${namespace}/${rolloutName}: revision ${revision} approved by ${user} (canary nodes ${nodes}, ${canary.phase ?? 'phase unknown'}): the other nodes go on within the limits\n`);
   return 0;
 }
 

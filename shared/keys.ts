@@ -134,6 +134,14 @@ export interface DriverKeys {
    * written while its pool soaks upgrades (soakSecondsAfterUpgrade), read for the soak.
    */
   readonly upgradeDoneTime: string;
+  /**
+   * Node annotation (ours): the rollout revision (`<daemonset>=<hash>`, sorted, comma-separated)
+   * this node is a canary of; written when the revision first appears (plan/canary-gate.ts), so a
+   * restarted coordinator keeps the same canary set.
+   */
+  readonly canary: string;
+  /** Node annotation (ours): why this canary node failed the canary of the revision in `canary` (it halts the rollout). */
+  readonly canaryFailed: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -179,6 +187,8 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
     lastStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.last-start-time`,
     upgradeDoneTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.done-time`,
+    canary: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.canary`,
+    canaryFailed: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.canary-failed`,
   };
 }
 
@@ -198,6 +208,15 @@ export function parseUpgradeStateKey(key: string): { readonly domain: string; re
 export function upgradeEventReason(driver: string): string {
   return `${driver.toUpperCase()}DriverUpgrade`;
 }
+
+/**
+ * DriverRollout annotation (ours, written by `kubectl driver-rollout approve`): the rollout
+ * revision whose canary is approved, exactly as the status's `canary.revision` names it. An
+ * approval of one revision never lets another through.
+ */
+export const CANARY_APPROVED_REVISION_ANNOTATION = `${OWN_KEY_DOMAIN}/canary-approved-revision`;
+/** DriverRollout annotation (ours, written with the one above): who approved (the user the API server authenticated). */
+export const CANARY_APPROVED_BY_ANNOTATION = `${OWN_KEY_DOMAIN}/canary-approved-by`;
 
 /** KWOK's annotation marking a node it manages (test bed and demo only). */
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';

@@ -117,6 +117,8 @@ export const NODE_ANNOTATIONS = {
   restartOnly: FLAG,
   lastStartTime: UNIX_SECONDS,
   upgradeDoneTime: UNIX_SECONDS,
+  canary: TEXT,
+  canaryFailed: TEXT,
 } as const satisfies Partial<Record<keyof DriverKeys, AnnotationSchema<unknown>>>;
 
 export type NodeAnnotation = keyof typeof NODE_ANNOTATIONS;

@@ -74,13 +74,17 @@ function selectDrivers(rollout: RolloutRef, policy: DriverRolloutPolicy, caches:
   const byUid = new Map<string, { name: string; order: number }>();
   for (const ds of caches.daemonSets.list()) {
     if ((ds.metadata?.namespace ?? '') !== rollout.namespace || !matchesSelector(policy.daemonSetSelector, ds.metadata?.labels ?? {})) continue;
-    const newest = newestRevision(caches.revisions.byIndex(BY_CONTROLLER, uidOf(ds)));
+    const revisions = caches.revisions.byIndex(BY_CONTROLLER, uidOf(ds));
+    const newest = newestRevision(revisions);
+    const previous = newest === undefined ? undefined : previousRevision(revisions, newest);
     byUid.set(uidOf(ds), { name: nameOf(ds), order: daemonSets.length });
     daemonSets.push({
       namespace: rollout.namespace,
       name: nameOf(ds),
       updatedRevisionHash: newest?.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
       templateFingerprint: newest === undefined ? null : templateFingerprintOf(newest),
+      previousRevisionHash: previous?.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
+      newestIsRollback: newest !== undefined && isMadeNewestAgain(revisions, newest),
     });
   }
   const conditionType = policy.keys.driverReadyCondition;
@@ -291,6 +295,31 @@ export function freshest(cached: V1Node | undefined, written: V1Node | undefined
   } catch {
     return cached;
   }
+}
+
+/** The revision just below `newest` (by `revision`). */
+export function previousRevision(revisions: Iterable<V1ControllerRevision>, newest: V1ControllerRevision): V1ControllerRevision | undefined {
+  let previous: V1ControllerRevision | undefined;
+  for (const r of revisions) if (r.revision < newest.revision && (previous === undefined || r.revision > previous.revision)) previous = r;
+  return previous;
+}
+
+/**
+ * The DaemonSet controller makes an older ControllerRevision newest again (raises its `revision`)
+ * when the template goes back to it (`kubectl rollout undo`, a canary rollback): the newest is
+ * then older than one with a lower `revision`. Creation times have whole seconds: two revisions
+ * made within one second are not told apart (read as not a rollback).
+ */
+function isMadeNewestAgain(revisions: Iterable<V1ControllerRevision>, newest: V1ControllerRevision): boolean {
+  const created = createdMs(newest);
+  for (const r of revisions) if (r.revision < newest.revision && createdMs(r) > created) return true;
+  return false;
+}
+
+/** A Date from a typed client, a string from a custom-object cache: ms, NaN when missing. */
+function createdMs(r: V1ControllerRevision): number {
+  const at = r.metadata?.creationTimestamp;
+  return at === undefined ? Number.NaN : new Date(at).getTime();
 }
 
 function newestRevision(revisions: Iterable<V1ControllerRevision>): V1ControllerRevision | undefined {

@@ -36,4 +36,11 @@ export interface ClusterWriter {
   emitEvent(event: ClusterEvent): Promise<void>;
   /** A JSON merge patch of the DriverRollout's status subresource. */
   patchRolloutStatus(namespace: string, name: string, status: Readonly<Record<string, unknown>>): Promise<void>;
+  /**
+   * Puts a DaemonSet's template back to an older ControllerRevision's, as `kubectl rollout undo`
+   * does: the revision's `data` (`{"spec":{"template":{..., "$patch":"replace"}}}`) sent as a
+   * strategic merge patch of the DaemonSet. Needs `patch` on that DaemonSet (the chart grants it
+   * only for rollouts with onCanaryFailure: Rollback).
+   */
+  rollbackDaemonSet(namespace: string, name: string, revisionData: object): Promise<void>;
 }

@@ -1,6 +1,6 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { apiErrorMessage, isConflict, isNotFound, isTooManyRequests } from '../../shared/kube/api-error.ts';
-import { MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../policy/driver-rollout-spec.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
 
@@ -17,6 +17,7 @@ export interface KubeClusterWriterOptions {
 export function createKubeClusterWriter(kc: KubeConfig, options: KubeClusterWriterOptions): ClusterWriter {
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
+  const apps = kc.makeApiClient(AppsV1Api);
   const goneIsDone = (error: unknown): void => {
     if (!isNotFound(error) && !isConflict(error)) throw error;
   };
@@ -83,6 +84,9 @@ export function createKubeClusterWriter(kc: KubeConfig, options: KubeClusterWrit
         { group: DRIVER_ROLLOUT_GROUP, version: DRIVER_ROLLOUT_VERSION, plural: DRIVER_ROLLOUT_PLURAL, namespace, name, body: { status } },
         MERGE_PATCH,
       );
+    },
+    async rollbackDaemonSet(namespace, name, revisionData) {
+      await apps.patchNamespacedDaemonSet({ namespace, name, body: revisionData }, STRATEGIC_MERGE_PATCH);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { UpgradeState } from '../../shared/keys.ts';
+import { CANARY_PHASES, type CanaryPhase } from '../plan/action.ts';
 
 /** How many nodes of one DriverRollout are where, in the GPU Operator's terms. */
 export interface RolloutNodeCounts {
@@ -58,6 +59,8 @@ export class CoordinatorMetrics {
   private readonly gauges: Readonly<Record<keyof RolloutNodeCounts, Gauge<(typeof ROLLOUT_LABELS)[number]>>>;
   private readonly autoUpgrade: Gauge<(typeof ROLLOUT_LABELS)[number]>;
   private readonly halted: Gauge<(typeof ROLLOUT_LABELS)[number]>;
+  private readonly canaryPhase: Gauge<(typeof ROLLOUT_LABELS)[number] | 'phase'>;
+  private readonly canaryNodes: Gauge<(typeof ROLLOUT_LABELS)[number]>;
   private readonly nvidia: Readonly<Record<keyof typeof NVIDIA_GPU_OPERATOR_GAUGES, Gauge>>;
   private readonly samples = new Map<string, RolloutSample>();
   private readonly leader: Gauge;
@@ -79,6 +82,13 @@ export class CoordinatorMetrics {
     };
     this.autoUpgrade = gauge('driver_rollout_driver_auto_upgrade_enabled', '1 when upgradePolicy.autoUpgrade is true, else 0.');
     this.halted = gauge('driver_rollout_halted', '1 while the rollout is halted (maxFailedNodes nodes in upgrade-failed), else 0.');
+    this.canaryPhase = new Gauge({
+      name: 'driver_rollout_canary_phase',
+      help: 'Where the canary of the newest driver revision stands: 1 for its phase (Canary, WaitingForApproval, Soaking, Rolling, CanaryFailed), 0 for the others; no series while no canary holds a revision.',
+      labelNames: [...ROLLOUT_LABELS, 'phase'],
+      registers: [this.registry],
+    });
+    this.canaryNodes = gauge('driver_rollout_canary_nodes', 'Canary nodes of the newest driver revision; no series while no canary holds a revision.');
     const nvidiaGauge = (name: string, help: string): Gauge => new Gauge({ name, help, registers: [this.registry] });
     this.nvidia = {
       autoUpgrade: nvidiaGauge(NVIDIA_GPU_OPERATOR_GAUGES.autoUpgrade, '1 if driver auto upgrade is enabled 0 if not (GPU Operator name; 1 when any gpu DriverRollout enables it).'),
@@ -137,8 +147,19 @@ export class CoordinatorMetrics {
     this.updateNvidiaGauges();
   }
 
+  /** The canary of a rollout's newest revision: its phase and node count; null drops the series. */
+  setCanary(labels: RolloutLabels, canary: { readonly phase: CanaryPhase; readonly nodes: readonly string[] } | null): void {
+    for (const phase of CANARY_PHASES) {
+      if (canary === null) this.canaryPhase.remove({ ...labels, phase });
+      else this.canaryPhase.set({ ...labels, phase }, canary.phase === phase ? 1 : 0);
+    }
+    if (canary === null) this.canaryNodes.remove({ ...labels });
+    else this.canaryNodes.set({ ...labels }, canary.nodes.length);
+  }
+
   /** Drops the series of a DriverRollout that no longer exists. */
   forgetRollout(labels: RolloutLabels): void {
+    this.setCanary(labels, null);
     for (const g of [...Object.values(this.gauges), this.autoUpgrade, this.halted]) g.remove({ ...labels });
     this.samples.delete(sampleKey(labels));
     this.updateNvidiaGauges();

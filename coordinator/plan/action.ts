@@ -189,6 +189,10 @@ export const REASON_CODES = [
   'waiting-for-validation',
   'node-not-ready',
   'upgrade-failed',
+  'canary',
+  'waiting-for-approval',
+  'canary-soaking',
+  'canary-failed',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
@@ -207,7 +211,7 @@ export interface NodeReason {
   readonly detail: string;
 }
 
-export type ConditionType = 'Progressing' | 'Complete' | 'Paused' | 'Stopped' | 'Halted' | 'InvalidSpec';
+export type ConditionType = 'Progressing' | 'Complete' | 'Paused' | 'Stopped' | 'Halted' | 'InvalidSpec' | 'CanaryApproved' | 'CanaryFailed';
 
 /** lastTransitionTime and observedGeneration are added by the status writer, which knows the previous status. */
 export interface RolloutCondition {
@@ -270,6 +274,8 @@ export interface RolloutStatus {
    * would leave them without the driver. `kernel` is the newest failing one the agent named.
    */
   readonly nextKernelFailing: readonly { readonly node: string; readonly kernel: string }[];
+  /** The canary of the newest revision; absent or null when none holds it (no canary configured, a rollback, nothing to upgrade). */
+  readonly canary?: CanaryStatus | null;
   /** upgradePolicy.maintenanceWindows as of this pass. */
   readonly maintenanceWindow: MaintenanceWindowStatus;
 }
@@ -291,6 +297,37 @@ export interface MaintenanceWindowStatus {
 
 export const MAX_WAITING_IN_STATUS = 50;
 
+/**
+ * Where the canary of the newest revision stands (plan/canary-gate.ts): its nodes upgrading
+ * (Canary), done and waiting for a person (WaitingForApproval) or for time (Soaking), passed
+ * (Rolling: the rest go on within the limits), or failed (CanaryFailed: the rest wait).
+ */
+export const CANARY_PHASES = ['Canary', 'WaitingForApproval', 'Soaking', 'Rolling', 'CanaryFailed'] as const;
+export type CanaryPhase = (typeof CANARY_PHASES)[number];
+
+export interface CanaryStatus {
+  /** The rollout revision the canary is for: `<daemonset>=<hash>`, sorted, comma-separated; what `approve` approves. */
+  readonly revision: string;
+  readonly phase: CanaryPhase;
+  /** The canary nodes, by name. */
+  readonly nodes: readonly string[];
+  /** Who approved this revision (the DriverRollout's annotation); null: not approved. */
+  readonly approvedBy: string | null;
+  /** With then: Continue, when the soak ends (ms since epoch; the stored status has it as RFC 3339); null before every canary node is done. */
+  readonly soakUntil: number | null;
+  /** Why the canary failed; null unless CanaryFailed. */
+  readonly failure: string | null;
+  /** `<daemonset>: <from hash> → <to hash>` of the rollback asked for (onCanaryFailure: Rollback); null: none. */
+  readonly rollback: string | null;
+}
+
+/** Put a driver DaemonSet's template back to an older ControllerRevision's (onCanaryFailure: Rollback). */
+export interface RollbackRequest {
+  readonly daemonSets: readonly { readonly name: string; readonly fromRevisionHash: string; readonly toRevisionHash: string }[];
+  /** The canary's failure. */
+  readonly reason: string;
+}
+
 export interface Plan {
   /** Only nodes with at least one action. */
   readonly nodePlans: readonly NodePlan[];
@@ -302,4 +339,6 @@ export interface Plan {
    */
   readonly nextWakeAt: number | null;
   readonly status: RolloutStatus;
+  /** A failed canary to roll back (onCanaryFailure: Rollback); absent or null: none. The shell applies it from its ControllerRevisions. */
+  readonly rollback?: RollbackRequest | null;
 }

@@ -9,14 +9,18 @@
  *    are still those it planned on once the cordon is stored. Nodes that end in upgrade-required are
  *    candidates to start.
  * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
- * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
+ * 3. The canary of the newest revision is decided (canary-gate.ts): chosen and marked when the
+ *    revision is new, judged, and its hold handed to the start checks.
+ * 4. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
  *    held by one waits with the first hold's reason, and the hold's wake time (a window opening,
- *    a delay ending) joins the plan's next wake time; a node that passes takes a slot of its
- *    pool and starts (→ cordon-required), chaining on. A node
+ *    a delay ending, a canary's soak ending) joins the plan's next wake time; a node that passes
+ *    takes a slot of its pool and starts (→ cordon-required), chaining on. A node
  *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
  *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
  *
- * Gates (autoUpgrade false, skip label, halt, pool conflict, slots) apply only to starting: a
+ * A start check's hold may carry a wake time (a soak ending): the plan's nextWakeAt includes it.
+ *
+ * Gates (autoUpgrade false, skip label, halt, canary, pool conflict, slots) apply only to starting: a
  * node that has started always runs to upgrade-done or upgrade-failed, because every later step
  * only gives capacity back, and stopping midway would leave the node cordoned and drained for
  * nothing. (Upstream stops the whole state machine on autoUpgrade false.)
@@ -42,6 +46,7 @@ import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
+import { decideCanary } from './canary-gate.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
 import { handlePodDeletion } from './states/handle-pod-deletion.ts';
@@ -122,6 +127,21 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (countsAsFailed(record, policy)) failedNodes++;
     collectRelease(releases, record.node, before, soakStartedNow(record.node, before, pacing, now));
   }
+  const ordered = inStartOrder(candidates, policy);
+  const canary = decideCanary({
+    policy,
+    now,
+    nodes: records.map((r) => r.node),
+    candidates: ordered.map((r) => r.node),
+    daemonSets: snapshot.daemonSets,
+    approval: snapshot.rollout.approval ?? null,
+  });
+  if (canary.actions.size > 0) {
+    for (const record of records) {
+      const marks = canary.actions.get(record.node.view.snapshot.name);
+      if (marks !== undefined) addActions(record, marks);
+    }
+  }
   // Field by field, not a spread of ctx: a spread's shape is made per pass and dropped with it,
   // and with it the optimised code of the checks and handlers that read the context.
   const startCtx: StartContext = {
@@ -136,8 +156,9 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     budgets,
     pacing,
     window,
+    canary,
   };
-  startCandidates(candidates, startCtx, releases);
+  startCandidates(ordered, startCtx, releases);
 
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
@@ -151,7 +172,8 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
     tallyRecord(tally, record);
   }
-  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window }) };
+  const status = buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window, canary: canary.status });
+  return { nodePlans, reasons, nextWakeAt, status, rollback: canary.rollback };
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
@@ -215,10 +237,11 @@ function countsAsFailed(record: NodeRecord, policy: DriverRolloutPolicy): boolea
   return record.node.view.state === 'upgrade-failed' || record.node.view.annotations[policy.keys.failedRevision] !== undefined;
 }
 
-function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, releases: ReadonlyMap<string, SlotRelease[]>): void {
-  const devicePods = ctx.policy.devicePods;
-  const priorityLabel = ctx.policy.priorityLabel;
-  const ordered = candidates
+/** The candidates in start order: idle device first, then the priority label, then the name (compare-candidates.ts). */
+function inStartOrder(candidates: readonly NodeRecord[], policy: DriverRolloutPolicy): NodeRecord[] {
+  const devicePods = policy.devicePods;
+  const priorityLabel = policy.priorityLabel;
+  return candidates
     .map((record) => {
       const priority = priorityLabel === null ? null : (record.node.view.labels[priorityLabel] ?? null);
       return {
@@ -229,8 +252,12 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
         priorityNumber: priorityNumber(priority),
       };
     })
-    .sort(compareCandidates);
-  for (const { record } of ordered) {
+    .sort(compareCandidates)
+    .map((c) => c.record);
+}
+
+function startCandidates(ordered: readonly NodeRecord[], ctx: StartContext, releases: ReadonlyMap<string, SlotRelease[]>): void {
+  for (const record of ordered) {
     const node = record.node;
     const hold = firstHold(START_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;

@@ -5,14 +5,14 @@ import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type U
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { formatInstant } from '../policy/zoned-time.ts';
 import type { WindowState } from './maintenance-windows.ts';
-import { MAX_WAITING_IN_STATUS, type MaintenanceWindowStatus, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
+import { MAX_WAITING_IN_STATUS, type CanaryStatus, type MaintenanceWindowStatus, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
 import { isKnownByName } from './nodes-by-name.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
 
 /** Reasons that hold many nodes at once and say little about any one of them: listed last. */
-const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped', 'outside-maintenance-window', 'start-delay', 'upgrade-soak']);
+const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped', 'canary', 'waiting-for-approval', 'canary-soaking', 'canary-failed', 'outside-maintenance-window', 'start-delay', 'upgrade-soak']);
 
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
@@ -25,10 +25,12 @@ export interface StatusInput {
   readonly tally: StatusTally;
   /** null: no maintenance windows. */
   readonly window: WindowState | null;
+  /** The canary of the newest revision (canary-gate.ts); null: none. */
+  readonly canary: CanaryStatus | null;
 }
 
 export function buildRolloutStatus(input: StatusInput): RolloutStatus {
-  const { snapshot, policy, records, budgets, halted, tally, window } = input;
+  const { snapshot, policy, records, budgets, halted, tally, window, canary } = input;
   const { states, perPool, inProgress } = tally;
   const pools: PoolStatus[] = [...budgets.values()]
     .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
@@ -83,10 +85,13 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
           }
         : { type: 'Halted', status: 'False', reason: 'WithinFailureBudget', message: `${failed} nodes in upgrade-failed` },
       { type: 'InvalidSpec', status: 'False', reason: 'SpecValid', message: 'spec is valid' },
+      ...canaryConditions(canary),
     ],
     waiting: firstWaiting(records, isKnownByName(snapshot.nodes) || isSortedByName(records)),
     nextKernelFailing: tally.nextKernelFailing.sort((a, b) => (a.node < b.node ? -1 : 1)).slice(0, MAX_WAITING_IN_STATUS),
     maintenanceWindow: windowStatus(window),
+    // Absent without a canary configured; null while configured but holding nothing (a merge patch then removes the stored one).
+    ...(policy.canary === null ? {} : { canary }),
   };
 }
 
@@ -99,6 +104,23 @@ function windowStatus(window: WindowState | null): MaintenanceWindowStatus {
     nextOpening: at(window.nextOpening),
     nextWindow: window.next === null ? '' : `${window.next.window.text} (${window.next.wallTime})`,
   };
+}
+
+/**
+ * While a canary holds the newest revision: whether a person approved it (CanaryApproved, its
+ * message naming who) and whether it failed (CanaryFailed, naming why). Each turning True sends
+ * one Event on the DriverRollout (reconcile-pass.ts).
+ */
+function canaryConditions(canary: CanaryStatus | null): RolloutCondition[] {
+  if (canary === null) return [];
+  const approved: RolloutCondition =
+    canary.approvedBy === null
+      ? { type: 'CanaryApproved', status: 'False', reason: 'NotApproved', message: `revision ${canary.revision} is not approved` }
+      : { type: 'CanaryApproved', status: 'True', reason: 'Approved', message: `canary of revision ${canary.revision} (nodes ${canary.nodes.join(', ')}) approved by ${canary.approvedBy}` };
+  const why = `canary of revision ${canary.revision} failed: ${canary.failure ?? ''}`;
+  if (canary.phase !== 'CanaryFailed') return [approved, { type: 'CanaryFailed', status: 'False', reason: canary.phase, message: `canary of revision ${canary.revision}: ${canary.phase}` }];
+  if (canary.rollback === null) return [approved, { type: 'CanaryFailed', status: 'True', reason: 'Halted', message: why }];
+  return [approved, { type: 'CanaryFailed', status: 'True', reason: 'RollingBack', message: `${why}; rolling back ${canary.rollback}` }];
 }
 
 export interface PoolCounts {

@@ -102,6 +102,13 @@ export interface DaemonSetSnapshot {
    * null or absent when the template does not say it plainly: no restart-only path then.
    */
   readonly templateFingerprint?: string | null | undefined;
+  /** The hash of the ControllerRevision just below the newest (by `revision`); null or absent when there is none. What a canary rollback puts back. */
+  readonly previousRevisionHash?: string | null | undefined;
+  /**
+   * The newest ControllerRevision is an older one made newest again (created before one with a
+   * lower `revision`): a rollback, `kubectl rollout undo`. Its template ran before; no canary.
+   */
+  readonly newestIsRollback?: boolean | undefined;
 }
 
 export interface PdbSnapshot {
@@ -157,6 +164,12 @@ export interface RolloutRef {
   readonly namespace: string;
   readonly name: string;
   readonly generation: number;
+  /**
+   * The canary approval on the DriverRollout (shared/keys.ts CANARY_APPROVED_REVISION_ANNOTATION
+   * and CANARY_APPROVED_BY_ANNOTATION, written by `kubectl driver-rollout approve`); absent or
+   * null when there is none.
+   */
+  readonly approval?: { readonly revision: string; readonly by: string } | null | undefined;
 }
 
 export interface ClusterSnapshot {

@@ -15,6 +15,7 @@ import { isOutsideWindow, type WindowState } from './maintenance-windows.ts';
 import { isPaced, type PoolPacing } from './pacing.ts';
 import type { PoolBudget } from './pool-capacity.ts';
 import { isOutOfService, slotShortage } from './pool-capacity.ts';
+import type { CanaryGate } from './canary-gate.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
 
 export interface StartContext extends StepContext {
@@ -25,6 +26,8 @@ export interface StartContext extends StepContext {
   readonly pacing: ReadonlyMap<string, PoolPacing>;
   /** The maintenance windows at `now`; null: none configured (always open). */
   readonly window: WindowState | null;
+  /** The canary of the newest revision (canary-gate.ts); its hold applies to the nodes outside it. */
+  readonly canary: CanaryGate;
 }
 
 /** Why a node may not start now, and when to look again (epoch ms; null: only a change in the cluster can lift it). */
@@ -35,8 +38,10 @@ export interface StartHold {
 
 export type StartCheck = (node: NodeContext, ctx: StartContext) => StartHold | null;
 
-/** A hold whose stable message and live detail are the same text, lifted only by a change in the cluster. */
-const same = (code: Reason['code'], text: string): StartHold => ({ reason: { code, message: text, detail: text }, wakeAt: null });
+const same = (code: Reason['code'], text: string): StartHold => untimed({ code, message: text, detail: text });
+
+/** A hold only a change in the cluster can lift. */
+export const untimed = (reason: Reason): StartHold => ({ reason, wakeAt: null });
 
 export const isPaused: StartCheck = (_node, ctx) =>
   ctx.policy.autoUpgrade ? null : same('paused', 'paused: upgradePolicy.autoUpgrade is false');
@@ -52,15 +57,15 @@ export const hasNoDriverPod: StartCheck = (node) => (node.driver.pods.length ===
 /** The failure budget stops new starts; a failed node being retried is already counted and may start. */
 export const isHalted: StartCheck = (node, ctx) =>
   ctx.halted && node.view.annotations[ctx.policy.keys.failedRevision] === undefined
-    ? {
-        reason: {
-          code: 'halted',
-          message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
-          detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
-        },
-        wakeAt: null,
-      }
+    ? untimed({
+        code: 'halted',
+        message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+      })
     : null;
+
+/** The canary of the newest revision holds every node outside it until it is approved or has soaked, and for good once it failed. */
+export const isHeldByCanary: StartCheck = (node, ctx) => ctx.canary.holdFor(node.view.snapshot.name);
 
 export const hasNoSlot: StartCheck = (node, ctx) => {
   if (node.pool.kind !== 'pool') return null;
@@ -87,7 +92,7 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
 
 const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isOutsideWindow, isPaced, hasNoSlot];
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, isOutsideWindow, isPaced, hasNoSlot];
 
 /** The first check's hold, in the checks' order; null when every check lets the node start. */
 export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {

@@ -235,6 +235,28 @@ const upgradePolicySchema = z.object({
     .prefault({}),
 });
 
+/** `canary.nodes`: at least one node, or a percentage of the managed nodes rounded up (at least one). */
+const canaryNodes = z.union([z.int().min(1), z.string().regex(/^(100|[1-9][0-9]?)%$/, 'must be a whole percentage like "10%" (1% to 100%)')], {
+  error: 'must be an integer >= 1 or a percentage like "10%"',
+});
+
+/**
+ * The canary (ours): when a new driver revision appears, a few nodes take it first; the rest wait
+ * until a person approves it (`kubectl driver-rollout approve`) or, with `then: Continue`, until
+ * the canary nodes have stayed upgrade-done, Ready and schedulable for `soakSeconds`. See
+ * coordinator/plan/canary-gate.ts.
+ */
+const canarySchema = z.object({
+  /** How many nodes: the first N (or N% of the managed nodes, rounded up) in start order, among those `selector` picks. */
+  nodes: canaryNodes,
+  /** Only these nodes may be canaries. Absent: any managed node. */
+  selector: labelSelectorSchema.optional(),
+  /** Pause: the rest wait for an approval of the revision. Continue: they go on once the canary has soaked. */
+  then: z.enum(['Pause', 'Continue']).default('Pause'),
+  /** With Continue: how long every canary node must stay upgrade-done, Ready and schedulable. */
+  soakSeconds: z.int().min(0).default(600),
+});
+
 const driverNameSchema = z
   .string()
   .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
@@ -255,6 +277,13 @@ export const driverRolloutSpecSchema = z.object({
    * once they have (coordinator/plan/load-order.ts).
    */
   loadsAfter: z.array(driverNameSchema).max(8).optional(),
+  /** A few nodes first, then approval or a soak (ours). Absent: no canary. */
+  canary: canarySchema.optional(),
+  /**
+   * A failed canary halts the rollout (Halt), or also rolls the driver DaemonSets whose new
+   * revision only the canary runs back to their previous ControllerRevision's template (Rollback).
+   */
+  onCanaryFailure: z.enum(['Halt', 'Rollback']).default('Halt'),
   /** Node label ordering nodes: lower numbers first, then other values in string order, unlabelled last. */
   priorityLabel: z.string().refine(isLabelKey, 'must be a label key').optional(),
   pools: z
@@ -299,6 +328,15 @@ export interface DevicePodPolicy {
   readonly podSelector: Selector | null;
 }
 
+/** spec.canary, normalised. */
+export interface CanaryPolicy {
+  readonly nodes: IntOrPercent;
+  /** null: any managed node may be a canary. */
+  readonly selector: Selector | null;
+  readonly then: 'Pause' | 'Continue';
+  readonly soakSeconds: number;
+}
+
 /** The normalised policy: defaults applied, selectors compiled. Everything the planner reads. */
 export interface DriverRolloutPolicy {
   readonly spec: DriverRolloutSpec;
@@ -336,6 +374,9 @@ export interface DriverRolloutPolicy {
   /** null: never halts. */
   readonly maxFailedNodes: number | null;
   readonly priorityLabel: string | null;
+  /** null: no canary. */
+  readonly canary: CanaryPolicy | null;
+  readonly onCanaryFailure: 'Halt' | 'Rollback';
   /** User pools in spec order; a node matching two of them is left alone. */
   readonly pools: readonly PoolPolicy[];
   /** Nodes matching no user pool; limits from the top-level upgradePolicy. */
@@ -429,6 +470,16 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     loadsAfter: spec.loadsAfter ?? [],
     maxFailedNodes: spec.maxFailedNodes ?? null,
     priorityLabel: spec.priorityLabel ?? null,
+    canary:
+      spec.canary === undefined
+        ? null
+        : {
+            nodes: toIntOrPercent(spec.canary.nodes),
+            selector: spec.canary.selector === undefined ? null : compile('spec.canary.selector', compileLabelSelector(spec.canary.selector)),
+            then: spec.canary.then,
+            soakSeconds: spec.canary.soakSeconds,
+          },
+    onCanaryFailure: spec.onCanaryFailure,
     pools,
     defaultPool: {
       name: DEFAULT_POOL_NAME,

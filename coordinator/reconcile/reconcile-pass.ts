@@ -2,11 +2,12 @@ import type { Logger } from '../../shared/logger.ts';
 import { dependentDrivers } from '../policy/dependent-drivers.ts';
 import { toError } from '../../shared/errors.ts';
 import { buildSnapshot } from '../cluster/build-snapshot.ts';
-import { BY_NODE, type ClusterCaches } from '../cluster/cluster-caches.ts';
+import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import type { ExecuteHooks } from '../execute/execute-plan.ts';
 import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
-import type { Plan } from '../plan/action.ts';
+import type { Plan, RollbackRequest } from '../plan/action.ts';
+import { CANARY_APPROVED_BY_ANNOTATION, CANARY_APPROVED_REVISION_ANNOTATION, CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import { applyActions } from '../plan/apply-actions.ts';
 import type { ClusterSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
@@ -36,10 +37,11 @@ export interface PassDeps {
 }
 
 /**
- * Reasons of the Events on a DriverRollout: its spec is invalid (every problem named), or its
- * failure budget was reached. Each has an entry in docs/runbook.md (test/unit/docs/runbook.test.ts).
+ * Reasons of the Events on a DriverRollout: its spec is invalid (every problem named), its
+ * failure budget was reached, its canary was approved (naming who) or failed, or a failed canary
+ * was rolled back (naming the DaemonSets and revisions). Each has an entry in docs/runbook.md (test/unit/docs/runbook.test.ts).
  */
-export const ROLLOUT_EVENT_REASONS = ['InvalidSpec', 'Halted'] as const;
+export const ROLLOUT_EVENT_REASONS = ['InvalidSpec', 'Halted', 'CanaryApproved', 'CanaryFailed', 'CanaryRollback'] as const;
 export type RolloutEventReason = (typeof ROLLOUT_EVENT_REASONS)[number];
 
 /**
@@ -77,6 +79,7 @@ export async function reconcilePass(deps: PassDeps, memory: ReconcilerMemory, si
       namespace: rollout.metadata?.namespace ?? '',
       name: rollout.metadata?.name ?? '',
       generation: rollout.metadata?.generation ?? 0,
+      approval: canaryApprovalOf(rollout),
     };
     memory.known.seen(`${ref.namespace}/${ref.name}`);
     try {
@@ -173,11 +176,14 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
   const previous = memory.statuses.previousStatus(rollout);
   const status = toStoredStatus(previous, plan.status, ref.generation, new Date(nowMs).toISOString());
   if (!isSameJson(previous, status)) {
-    const halted = newlyTrue(previous, plan.status.conditions).filter((c) => c.type === 'Halted');
+    const raised = newlyTrue(previous, plan.status.conditions).filter((c) => c.type === 'Halted' || c.type === 'CanaryApproved' || c.type === 'CanaryFailed');
     memory.statuses.submit(rollout, ref, status, {
       signal,
       afterWritten: () => {
-        for (const c of halted) sendBeside(memory, recordEvent(deps, rollout, ref, 'Warning', 'Halted', c.message));
+        for (const c of raised) {
+          const reason = c.type === 'CanaryApproved' || c.type === 'CanaryFailed' ? c.type : 'Halted';
+          sendBeside(memory, recordEvent(deps, rollout, ref, reason === 'CanaryApproved' ? 'Normal' : 'Warning', reason, c.message));
+        }
       },
       onFailed: (error) => {
         deps.logger.error({ rollout: `${ref.namespace}/${ref.name}`, err: error }, 'status patch failed; retrying');
@@ -188,7 +194,48 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
   const labels = { namespace: ref.namespace, rollout: ref.name, driver: policy.driverName };
   memory.known.recorded(`${ref.namespace}/${ref.name}`, labels);
   deps.metrics.setRolloutCounts(labels, plan.status.nodes, policy.autoUpgrade, plan.status.halted);
+  deps.metrics.setCanary(labels, plan.status.canary ?? null);
+  if (plan.rollback != null) sendBeside(memory, rollBack(deps, memory, rollout, ref, plan.rollback));
+  // Once a rollback shows (the canary no longer asks for it), the same revision may fail and be rolled back again.
+  else for (const d of snapshot.daemonSets) for (const key of memory.rollbacks) if (key.startsWith(`${ref.namespace}/${d.name}:`)) memory.rollbacks.delete(key);
   return plan.nextWakeAt;
+}
+
+/**
+ * A failed canary's rollback (onCanaryFailure: Rollback): each DaemonSet's template back to the
+ * ControllerRevision the plan names, from that revision's own data only, as `kubectl rollout
+ * undo` does; one Event on the DriverRollout says so. Once per DaemonSet and revision in this
+ * term (memory.rollbacks); the patch is idempotent, so a new leader doing it again changes nothing.
+ */
+async function rollBack(deps: PassDeps, memory: ReconcilerMemory, rollout: DriverRolloutObject, ref: RolloutRef, request: RollbackRequest): Promise<void> {
+  for (const d of request.daemonSets) {
+    const key = `${ref.namespace}/${d.name}:${d.fromRevisionHash}`;
+    if (memory.rollbacks.has(key)) continue;
+    memory.rollbacks.add(key);
+    const ds = deps.caches.daemonSets.get(ref.namespace, d.name);
+    const revision = ds === undefined ? undefined : deps.caches.revisions.byIndex(BY_CONTROLLER, ds.metadata?.uid ?? '').find((r) => r.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] === d.toRevisionHash);
+    const data: unknown = revision?.data;
+    if (typeof data !== 'object' || data === null) {
+      deps.logger.error({ rollout: `${ref.namespace}/${ref.name}`, daemonSet: d.name, revision: d.toRevisionHash }, 'canary rollback: the ControllerRevision to roll back to is gone; not rolled back');
+      await recordEvent(deps, rollout, ref, 'Warning', 'CanaryRollback', `not rolled back: daemonset/${d.name} has no ControllerRevision ${d.toRevisionHash} any more (canary failed: ${request.reason})`);
+      continue;
+    }
+    try {
+      await withTimeout(deps.writer.rollbackDaemonSet(ref.namespace, d.name, data), EVENT_TIMEOUT_MS, 'canary rollback');
+      await recordEvent(deps, rollout, ref, 'Warning', 'CanaryRollback', `rolled daemonset/${d.name} back from revision ${d.fromRevisionHash} to ${d.toRevisionHash} (its ControllerRevision's template): canary failed: ${request.reason}`);
+    } catch (error) {
+      memory.rollbacks.delete(key);
+      deps.logger.error({ rollout: `${ref.namespace}/${ref.name}`, daemonSet: d.name, err: toError(error) }, 'canary rollback failed; retrying');
+      memory.wake.wakeAt(deps.now() + 1_000, deps.now());
+    }
+  }
+}
+
+/** The DriverRollout's canary approval (`kubectl driver-rollout approve`); null when it has none. */
+function canaryApprovalOf(rollout: DriverRolloutObject): RolloutRef['approval'] {
+  const annotations = rollout.metadata?.annotations ?? {};
+  const revision = annotations[CANARY_APPROVED_REVISION_ANNOTATION];
+  return revision === undefined || revision === '' ? null : { revision, by: annotations[CANARY_APPROVED_BY_ANNOTATION] ?? 'unknown' };
 }
 
 /** Keeps an Event sent beside the passes until it settles (recordEvent never rejects), so the loop can wait for it. */

@@ -33,6 +33,8 @@ export interface ReconcilerMemory {
   readonly inFlight: NodePlansInFlight;
   /** Events about rollouts (Halted) sent beside the passes. */
   readonly eventsBeside: Set<Promise<void>>;
+  /** Canary rollbacks made in this term (`<namespace>/<daemonset>:<from hash>`), so each is sent once. */
+  readonly rollbacks: Set<string>;
   /** When the next pass runs: on a change (debounced), or at the earliest deadline a plan named. */
   readonly wake: WakeSignal;
 }
@@ -57,6 +59,7 @@ export function createReconcilerMemory(options: ReconcilerMemoryOptions): Reconc
     statuses: new RolloutStatusWriter(options.writer, { now: options.now, ...(options.statusMinIntervalMs === undefined ? {} : { minIntervalMs: options.statusMinIntervalMs }) }),
     inFlight: new NodePlansInFlight(options.concurrency),
     eventsBeside: new Set(),
+    rollbacks: new Set(),
     wake: new WakeSignal(options.debounceMs),
   };
 }

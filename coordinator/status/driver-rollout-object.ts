@@ -1,5 +1,5 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import type { RolloutCondition, RolloutStatus } from '../plan/action.ts';
+import type { CanaryStatus, RolloutCondition, RolloutStatus } from '../plan/action.ts';
 
 /** A condition as stored: the planner's condition plus what the status writer adds. */
 export interface StoredCondition extends RolloutCondition {
@@ -7,8 +7,11 @@ export interface StoredCondition extends RolloutCondition {
   readonly observedGeneration: number;
 }
 
+/** `.status.canary` as stored: the soak's end as RFC 3339 (the planner has epoch ms). */
+export type StoredCanaryStatus = Omit<CanaryStatus, 'soakUntil'> & { readonly soakUntil: string | null };
+
 /** `.status` as stored: the planner's status with stored conditions. */
-export type StoredRolloutStatus = Omit<RolloutStatus, 'conditions'> & { readonly conditions: readonly StoredCondition[] };
+export type StoredRolloutStatus = Omit<RolloutStatus, 'conditions' | 'canary'> & { readonly conditions: readonly StoredCondition[]; readonly canary?: StoredCanaryStatus | null };
 
 /** A DriverRollout as read from the API server; `spec` and `status` are untrusted until parsed. */
 export interface DriverRolloutObject {

@@ -7,7 +7,11 @@ import type { StoredCondition, StoredRolloutStatus } from './driver-rollout-obje
  * semantics), taken from the status stored before.
  */
 export function toStoredStatus(previous: unknown, next: RolloutStatus, generation: number, nowIso: string): StoredRolloutStatus {
-  return { ...next, observedGeneration: generation, conditions: stampConditions(previous, next.conditions, generation, nowIso) };
+  const { canary, ...rest } = next;
+  const stored = { ...rest, observedGeneration: generation, conditions: stampConditions(previous, next.conditions, generation, nowIso) };
+  // null, not absent, once there is no canary: a merge patch leaves an absent field as it was.
+  if (canary === undefined) return stored;
+  return { ...stored, canary: canary === null ? null : { ...canary, soakUntil: canary.soakUntil === null ? null : new Date(canary.soakUntil).toISOString() } };
 }
 
 export function stampConditions(previous: unknown, conditions: readonly RolloutCondition[], generation: number, nowIso: string): StoredCondition[] {

@@ -86,6 +86,15 @@ export class InMemoryClusterWriter implements ClusterWriter {
     return Promise.resolve();
   }
 
+  /** DaemonSets (`ns/name`) rolled back, with the revision data sent. */
+  readonly rollbacks: { readonly daemonSet: string; readonly data: object }[] = [];
+
+  rollbackDaemonSet(namespace: string, name: string, revisionData: object): Promise<void> {
+    this.calls.push(`rollbackDaemonSet ${namespace}/${name}`);
+    this.rollbacks.push({ daemonSet: `${namespace}/${name}`, data: revisionData });
+    return Promise.resolve();
+  }
+
   private removeIfSameUid(pod: PodRef): void {
     const key = `${pod.namespace}/${pod.name}`;
     if (this.pods.get(key)?.uid === pod.uid) this.pods.delete(key);

@@ -70,6 +70,22 @@ describe('the Helm chart', () => {
     await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[1].preset=nvidia-580'])).rejects.toThrow(/preset/);
   });
 
+  it('grants the coordinator patch and update on exactly the DaemonSets of the drivers whose failed canary it rolls back, and passes their canary on', async () => {
+    const byDefault = await helmTemplate('driver-rollout', 'ops');
+    expect(byDefault.filter((d) => d.metadata?.name === 'driver-rollout-coordinator-canary-rollback')).toEqual([]);
+    // --set on a list entry replaces the list: gpu alone, as a user who lists the drivers writes it.
+    const values = ['--set', 'drivers[0].name=gpu,drivers[0].enabled=true,drivers[0].preset=nvidia,drivers[0].onCanaryFailure=Rollback,drivers[0].canary.nodes=2,drivers[0].canary.then=Continue,drivers[0].canary.soakSeconds=300'];
+    const rendered = await helmTemplate('driver-rollout', 'ops', ...values);
+    const role = rendered.find((d) => d.kind === 'Role' && d.metadata?.name === 'driver-rollout-coordinator-canary-rollback') as KubernetesObject & { rules: unknown[] };
+    expect(role.metadata?.namespace).toBe('ops');
+    expect(role.rules).toEqual([{ apiGroups: ['apps'], resources: ['daemonsets'], resourceNames: ['driver-rollout-gpu'], verbs: ['patch', 'update'] }]);
+    const binding = rendered.find((d) => d.kind === 'RoleBinding' && d.metadata?.name === 'driver-rollout-coordinator-canary-rollback') as KubernetesObject & { subjects: unknown[] };
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'driver-rollout-coordinator', namespace: 'ops' }]);
+    const rollouts = rendered.filter((d) => d.kind === 'DriverRollout') as (KubernetesObject & { spec: Record<string, unknown> })[];
+    expect(rollouts.map((r) => [r.metadata?.name, r.spec.canary, r.spec.onCanaryFailure])).toEqual([['driver-rollout-gpu', { nodes: 2, then: 'Continue', soakSeconds: 300 }, 'Rollback']]);
+    await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[0].name=gpu,drivers[0].enabled=true,drivers[0].preset=nvidia,drivers[0].onCanaryFailure=Retry'])).rejects.toThrow(/onCanaryFailure/);
+  });
+
   it('renders a ServiceMonitor and a PrometheusRule (stuck, node failed, halted) only when asked', async () => {
     const off = await helmTemplate('driver-rollout', 'ops');
     expect(off.filter((d) => d.kind === 'ServiceMonitor' || d.kind === 'PrometheusRule')).toEqual([]);

@@ -174,10 +174,11 @@ describe('kubectl driver-rollout (through kubectl, against a real API server)', 
 
   it('exits 2 with a clear message on a bad command line, 1 on an unknown context or node', async () => {
     expect(await plugin(['status', '--frobnicate'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: Unknown option '--frobnicate'.*\nSee 'kubectl driver-rollout --help'\.\n$/s) as unknown });
-    expect(await plugin(['approve'])).toMatchObject({ code: 2, stderr: expect.stringContaining('no canary gate yet') as unknown });
+    expect(await plugin(['approve', 'a', 'b'])).toMatchObject({ code: 2, stderr: expect.stringContaining('approve takes at most 1 ROLLOUT') as unknown });
+    expect(await plugin(['approve', '-n', world.ns.name])).toMatchObject({ code: 1, stderr: expect.stringContaining('has no canary waiting (status.canary is empty): nothing to approve') as unknown });
     expect(await plugin(['status', '--context', 'nope'])).toMatchObject({ code: 1, stderr: 'error: context "nope" does not exist in the kubeconfig\n' });
     expect(await plugin(['why', 'no-such-node'])).toMatchObject({ code: 1, stderr: expect.stringContaining('not found') as unknown });
-    expect((await plugin(['--help'])).stdout).toContain('approve   DriverRollout has no canary gate yet');
+    expect((await plugin(['--help'])).stdout).toContain('kubectl driver-rollout approve [ROLLOUT]');
   });
 
   it('status -w (not a terminal) appends a frame when a node moves, and stops on Ctrl-C (SIGINT)', async () => {

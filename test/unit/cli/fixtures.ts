@@ -19,6 +19,7 @@ export function aRolloutView(nodes: readonly NodeView[], over: Partial<RolloutVi
     halted: false,
     invalidSpec: null,
     maintenanceWindow: null,
+    canary: null,
     nodes,
     ...over,
   };

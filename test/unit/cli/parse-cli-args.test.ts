@@ -36,7 +36,8 @@ describe('parseCliArgs', () => {
     { argv: ['pause', '-w'], message: /pause does not take -w/ },
     { argv: ['skip', 'n', '-o', 'json'], message: /skip does not take -o/ },
     { argv: ['frobnicate'], message: /unknown command "frobnicate"/ },
-    { argv: ['approve'], message: /no canary gate yet/ },
+    { argv: ['approve', 'a', 'b'], message: /approve takes at most 1 ROLLOUT, got 2/ },
+    { argv: ['approve', '-w'], message: /approve does not take -w/ },
   ])('refuses $argv with a UsageError (exit 2)', ({ argv, message }) => {
     expect(() => parseCliArgs(argv)).toThrow(UsageError);
     expect(() => parseCliArgs(argv)).toThrow(message);

@@ -58,6 +58,21 @@ describe('renderStatus', () => {
     expect(renderStatus([aRolloutView([])], 200).some((line) => line.startsWith('maintenance window'))).toBe(false);
   });
 
+  it('shows the canary under the headline: its phase, nodes and revision, and who approved or why it failed', () => {
+    const canary = { revision: 'gpu-driver=7d9f8c', nodes: ['gpu-a-1', 'gpu-a-2'], soakUntil: null, failure: null, approvedBy: null };
+    expect(renderStatus([aRolloutView([aNodeView('gpu-a-1')], { canary: { ...canary, phase: 'WaitingForApproval' } })], 120)[2]).toBe(
+      'canary WaitingForApproval · nodes gpu-a-1, gpu-a-2 · revision gpu-driver=7d9f8c · kubectl driver-rollout approve',
+    );
+    expect(renderStatus([aRolloutView([aNodeView('gpu-a-1')], { canary: { ...canary, phase: 'Rolling', approvedBy: 'alice@example.com' } })], 120)[2]).toBe(
+      'canary Rolling · nodes gpu-a-1, gpu-a-2 · revision gpu-driver=7d9f8c · approved by alice@example.com',
+    );
+    // Wrapped to the width: the failure goes on the next line.
+    expect(renderStatus([aRolloutView([aNodeView('gpu-a-1')], { canary: { ...canary, phase: 'CanaryFailed', failure: 'canary node gpu-a-2 went NotReady after its upgrade' } })], 120).slice(2, 4)).toEqual([
+      'canary CanaryFailed · nodes gpu-a-1, gpu-a-2 · revision gpu-driver=7d9f8c · failed: canary node gpu-a-2 went NotReady',
+      'after its upgrade',
+    ]);
+  });
+
   it('says so when there is nothing to show', () => {
     expect(renderStatus([], 80)).toEqual(['No DriverRollouts found.']);
     expect(renderStatus([aRolloutView([])], 80)).toContain('  (no nodes yet)');

@@ -91,4 +91,14 @@ describe('buildRolloutViews', () => {
     const [unwindowed] = buildRolloutViews({ ...snapshot([], []), rollouts: [{ ...rollout, status: { ...rollout.status, maintenanceWindow: always } }] }, NOW);
     expect(unwindowed?.maintenanceWindow).toBeNull();
   });
+
+  it('takes the canary from the status (phase, nodes, revision, who approved); none when the status has none or null', () => {
+    const canary = { revision: 'gpu-driver=7d9f8c', phase: 'Rolling', nodes: ['n1', 'n2'], approvedBy: 'alice', soakUntil: null, failure: null };
+    const withCanary: RolloutObject = { ...rollout, status: { ...rollout.status, canary } };
+    const [view] = buildRolloutViews({ ...snapshot([], []), rollouts: [withCanary] }, NOW);
+    expect(view?.canary).toEqual(canary);
+    const [cleared] = buildRolloutViews({ ...snapshot([], []), rollouts: [{ ...rollout, status: { ...rollout.status, canary: null } }] }, NOW);
+    expect(cleared?.canary).toBeNull();
+    expect(buildRolloutViews(snapshot([], []), NOW)[0]?.canary).toBeNull();
+  });
 });

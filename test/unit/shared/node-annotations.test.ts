@@ -42,6 +42,8 @@ const CASES: readonly { annotation: NodeAnnotation; good: string; reads: unknown
   { annotation: 'restartOnly', good: 'false', reads: false, bad: 'True', says: /is not "true" or "false": "True"/ },
   { annotation: 'lastStartTime', good: '1700000007', reads: 1_700_000_007_000, bad: 'now', says: /is not unix seconds: "now"/ },
   { annotation: 'upgradeDoneTime', good: '1700000008', reads: 1_700_000_008_000, bad: '-1', says: /is not unix seconds: "-1"/ },
+  { annotation: 'canary', good: 'driver=7d9f8c', reads: 'driver=7d9f8c', bad: null },
+  { annotation: 'canaryFailed', good: 'node NotReady during the soak', reads: 'node NotReady during the soak', bad: null },
 ];
 
 /** The DriverKeys that are no node annotation: labels, the pod condition, and the key set's own parts. */

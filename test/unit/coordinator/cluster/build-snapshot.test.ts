@@ -65,7 +65,19 @@ describe('buildSnapshot', () => {
 
   it('takes the newest ControllerRevision (highest revision) as the DaemonSet’s current hash', () => {
     const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
-    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new', templateFingerprint: null }]);
+    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new', templateFingerprint: null, previousRevisionHash: 'middle', newestIsRollback: false }]);
+  });
+
+  it('tells a revision made newest again (kubectl rollout undo: created before one with a lower revision) from a new one', () => {
+    const at = (seconds: number): Date => new Date(Date.UTC(2026, 10, 22, 3, 0, seconds));
+    const undone = (revisions: ReturnType<typeof aRevision>[]) =>
+      buildSnapshot(rollout, policy, { caches: cachesOf({ nodes: [aNode('gpu-1')], daemonSets: [driver], revisions, pods: [aDriverPod(driver, 'gpu-1', 'v1')] }), ...empty }).daemonSets[0];
+    // v1 (revision 1, made at :00), v2 (revision 2, :05), then undo: v1 raised to revision 3, still made at :00.
+    expect(undone([aRevision(driver, 3, 'v1', at(0)), aRevision(driver, 2, 'v2', at(5))])).toMatchObject({ updatedRevisionHash: 'v1', previousRevisionHash: 'v2', newestIsRollback: true });
+    expect(undone([aRevision(driver, 1, 'v1', at(0)), aRevision(driver, 2, 'v2', at(5))])).toMatchObject({ updatedRevisionHash: 'v2', previousRevisionHash: 'v1', newestIsRollback: false });
+    // Made within one second: not told apart (read as new).
+    expect(undone([aRevision(driver, 3, 'v1', at(5)), aRevision(driver, 2, 'v2', at(5))])).toMatchObject({ newestIsRollback: false });
+    expect(undone([aRevision(driver, 1, 'v1', at(0))])).toMatchObject({ previousRevisionHash: null, newestIsRollback: false });
   });
 
   it("reads what the newest revision's template loads, and what the agent says is loaded (restart-only path)", () => {

@@ -13,8 +13,9 @@ export const aDaemonSet = (namespace: string, name: string, labels: Record<strin
   spec: { selector: {}, template: {} },
 });
 
-export const aRevision = (ds: V1DaemonSet, revision: number, hash: string): V1ControllerRevision => ({
+export const aRevision = (ds: V1DaemonSet, revision: number, hash: string, created?: Date): V1ControllerRevision => ({
   metadata: {
+    ...(created === undefined ? {} : { creationTimestamp: created }),
     namespace: ds.metadata?.namespace ?? '',
     name: `${ds.metadata?.name ?? ''}-${hash}`,
     labels: { 'controller-revision-hash': hash },

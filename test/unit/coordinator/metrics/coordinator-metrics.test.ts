@@ -61,6 +61,18 @@ describe('CoordinatorMetrics: the GPU Operator names, for existing dashboards', 
     expect(text).toContain('driver_rollout_halted{namespace="a",rollout="ofed",driver="ofed"} 0');
   });
 
+  it('reports the canary’s phase (1 for the current one, 0 for the others) and its node count, and drops both once no canary holds a revision', async () => {
+    const metrics = new CoordinatorMetrics();
+    const labels = { namespace: 'a', rollout: 'gpu', driver: 'gpu' };
+    metrics.setCanary(labels, { phase: 'WaitingForApproval', nodes: ['n1', 'n2'] });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('driver_rollout_canary_phase{namespace="a",rollout="gpu",driver="gpu",phase="WaitingForApproval"} 1');
+    expect(text).toContain('driver_rollout_canary_phase{namespace="a",rollout="gpu",driver="gpu",phase="CanaryFailed"} 0');
+    expect(text).toContain('driver_rollout_canary_nodes{namespace="a",rollout="gpu",driver="gpu"} 2');
+    metrics.setCanary(labels, null);
+    expect(await metrics.registry.metrics()).not.toMatch(/driver_rollout_canary_(phase|nodes)\{/);
+  });
+
   it('reports the Events waiting to be sent and those dropped, by reason', async () => {
     const metrics = new CoordinatorMetrics();
     metrics.setEventsQueued(42);

@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_KIND, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION, parseDriverRolloutSpec } from '../../../../coordinator/policy/driver-rollout-spec.ts';
-import { aCluster, aNode, aPolicy, planAt } from '../plan/fixtures.ts';
+import { toStoredStatus } from '../../../../coordinator/status/stored-status.ts';
+import { aCluster, aNode, aPolicy, KEYS, planAt, secondsAgo } from '../plan/fixtures.ts';
 import { SPEC_SAMPLES } from './spec-samples.ts';
 
 interface Schema {
@@ -28,6 +29,7 @@ interface Schema {
   maxProperties?: number;
   pattern?: string;
   default?: unknown;
+  nullable?: boolean;
   anyOf?: Schema[];
   'x-kubernetes-int-or-string'?: boolean;
   'x-kubernetes-list-type'?: string;
@@ -68,9 +70,12 @@ const CEL: Record<string, (self: Json) => boolean> = {
     typeof self === 'number' ? self >= 0 : /^(100|[1-9]?[0-9])%$/.test(String(self)),
   "self != 'default'": (self) => self !== 'default',
   'self.start != self.end': (self) => (self as { start: unknown }).start !== (self as { end: unknown }).end,
+  "type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')": (self) =>
+    typeof self === 'number' ? self >= 1 : /^(100|[1-9][0-9]?)%$/.test(String(self)),
 };
 
 function typeOk(schema: Schema, value: Json): boolean {
+  if (value === null) return schema.nullable === true;
   if (schema['x-kubernetes-int-or-string'] === true) return Number.isInteger(value) || typeof value === 'string';
   switch (schema.type) {
     case 'object':
@@ -223,5 +228,24 @@ describe('the DriverRollout CRD', () => {
     const columns = Object.fromEntries(version.additionalPrinterColumns.map((c) => [c.name, c.jsonPath]));
     const read = (jsonPath: string): Json => jsonPath.split('.').slice(1).reduce<Json>((v, k) => (isObject(v) ? v[k] : undefined), { status, spec: { driverName: 'gpu' }, metadata: { creationTimestamp: 'x' } });
     expect([columns.Driver, columns.Done, columns.Failed, columns.Paused, columns.Age].map((p) => read(p ?? ''))).toEqual(['gpu', '1/2', 1, false, 'x']);
+  });
+
+  it("keeps the canary's status as stored (soaking, and failed with a rollback), nothing pruned", () => {
+    const canary = { [KEYS.canary]: 'gpu-driver=rev-new', [KEYS.stateStartTime]: secondsAgo(10) };
+    const soaking = planAt(aCluster([aNode('a').inState('upgrade-done').annotated(canary), aNode('b').inState('upgrade-done').outdated()]), aPolicy({}, { canary: { nodes: 1, then: 'Continue', soakSeconds: 60 } }));
+    const failing = planAt(
+      { ...aCluster([aNode('a').inState('upgrade-failed').annotated(canary).cordoned().driverNotReady(), aNode('b').inState('upgrade-done').outdated()]), daemonSets: [{ namespace: 'gpu-operator', name: 'gpu-driver', updatedRevisionHash: 'rev-new', previousRevisionHash: 'rev-old' }] },
+      aPolicy({}, { canary: { nodes: 1 }, onCanaryFailure: 'Rollback' }),
+    );
+    expect(soaking.status.canary?.phase).toBe('Soaking');
+    expect(failing.status.canary?.phase).toBe('CanaryFailed');
+    for (const plan of [soaking, failing]) {
+      const status = toStoredStatus(undefined, plan.status, 3, '2026-11-22T03:00:00Z');
+      const problems: string[] = [];
+      validate(statusSchema, JSON.parse(JSON.stringify(status)) as Json, 'status', problems);
+      expect(problems).toEqual([]);
+      const canarySchema = statusSchema.properties?.canary?.properties ?? {};
+      expect(Object.keys(status.canary ?? {}).filter((k) => canarySchema[k] === undefined)).toEqual([]);
+    }
   });
 });

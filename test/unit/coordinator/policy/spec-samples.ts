@@ -127,4 +127,16 @@ export const SPEC_SAMPLES: readonly SpecSample[] = [
   { name: 'drain podSelector 10,000 characters', spec: withPolicy({ drain: { podSelector: 'a='.repeat(5_000) } }), invalidAt: 'spec.upgradePolicy.drain.podSelector' },
   { name: 'selector label value no label can have', spec: { ...base, selector: { matchLabels: { app: 'a b' } } }, invalidAt: 'spec.selector', runtimeOnly: true },
   { name: 'pool selector key no label can have', spec: { ...base, pools: [{ name: 'a', nodeSelector: { matchExpressions: [{ key: 'bad key', operator: 'Exists' }] } }] }, invalidAt: 'spec.pools[0].nodeSelector', runtimeOnly: true },
+  {
+    name: 'a canary of two rack-a nodes that soaks and rolls back on failure',
+    spec: { ...base, canary: { nodes: 2, selector: rack, then: 'Continue', soakSeconds: 60 }, onCanaryFailure: 'Rollback' },
+    invalidAt: null,
+  },
+  { name: 'a canary of 10% that waits for approval', spec: { ...base, canary: { nodes: '10%' } }, invalidAt: null },
+  { name: 'canary of 0 nodes', spec: { ...base, canary: { nodes: 0 } }, invalidAt: 'spec.canary.nodes' },
+  { name: 'canary of "0%"', spec: { ...base, canary: { nodes: '0%' } }, invalidAt: 'spec.canary.nodes' },
+  { name: 'canary without nodes', spec: { ...base, canary: { then: 'Pause' } }, invalidAt: 'spec.canary.nodes' },
+  { name: 'canary then "Later"', spec: { ...base, canary: { nodes: 1, then: 'Later' } }, invalidAt: 'spec.canary.then' },
+  { name: 'canary soakSeconds -1', spec: { ...base, canary: { nodes: 1, soakSeconds: -1 } }, invalidAt: 'spec.canary.soakSeconds' },
+  { name: 'onCanaryFailure "Retry"', spec: { ...base, onCanaryFailure: 'Retry' }, invalidAt: 'spec.onCanaryFailure' },
 ];

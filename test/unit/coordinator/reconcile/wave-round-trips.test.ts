@@ -114,6 +114,7 @@ async function rollOut(nodeCount: number, unavailable: string, podWatchMs = WATC
     }, Math.max(REPLACE_MS, podWatchMs));
   },
   evictPod: (pod) => store.evictPod(pod),
+  rollbackDaemonSet: () => Promise.reject(new Error('no canary in this test')),
   emitEvent: async () => {
     await later(ROUND_TRIP_MS);
   },
