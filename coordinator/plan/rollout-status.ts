@@ -54,7 +54,8 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const pending = states['upgrade-required'];
   const paused = !policy.autoUpgrade;
   const stopped = policy.stop;
-  const available = paused || halted || stopped ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
+  const outsideWindow = window !== null && !window.open;
+  const available = paused || halted || stopped || outsideWindow ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
   return {
     observedGeneration: snapshot.rollout.generation,
     driverName: policy.driverName,
@@ -66,7 +67,7 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
     states,
     pools,
     conditions: [
-      progressingCondition({ inProgress, pending, paused, halted, stopped }),
+      progressingCondition({ inProgress, pending, paused, halted, stopped, outsideWindow }),
       total > 0 && done === total
         ? { type: 'Complete', status: 'True', reason: 'AllNodesUpgraded', message: `${done}/${total} nodes upgrade-done` }
         : { type: 'Complete', status: 'False', reason: 'NodesRemaining', message: `${done}/${total} nodes upgrade-done` },
@@ -214,11 +215,12 @@ function isSortedByName(records: readonly NodeRecord[]): boolean {
   return true;
 }
 
-function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean; stopped: boolean }): RolloutCondition {
+function progressingCondition(s: { inProgress: number; pending: number; paused: boolean; halted: boolean; stopped: boolean; outsideWindow: boolean }): RolloutCondition {
   if (s.stopped && s.inProgress + s.pending > 0) return { type: 'Progressing', status: 'False', reason: 'Stopped', message: `${s.inProgress} nodes frozen, ${s.pending} waiting; stopped` };
   if (s.inProgress > 0) return { type: 'Progressing', status: 'True', reason: 'NodesUpgrading', message: `${s.inProgress} nodes upgrading, ${s.pending} waiting` };
   if (s.pending > 0 && s.paused) return { type: 'Progressing', status: 'False', reason: 'Paused', message: `${s.pending} nodes waiting; paused` };
   if (s.pending > 0 && s.halted) return { type: 'Progressing', status: 'False', reason: 'Halted', message: `${s.pending} nodes waiting; halted` };
+  if (s.pending > 0 && s.outsideWindow) return { type: 'Progressing', status: 'False', reason: 'OutsideMaintenanceWindow', message: `${s.pending} nodes waiting for a maintenance window (status.maintenanceWindow.nextOpening)` };
   if (s.pending > 0) return { type: 'Progressing', status: 'True', reason: 'NodesPending', message: `${s.pending} nodes waiting to start` };
   return { type: 'Progressing', status: 'False', reason: 'Idle', message: 'no node needs an upgrade' };
 }

@@ -71,6 +71,8 @@ describe('outside every maintenance window (start check)', () => {
       detail: 'outside maintenance window: next opening 2026-11-28T21:00:00Z (2026-11-28T22:00:00 Europe/Berlin), in 118800s',
     });
     expect(plan.nextWakeAt).toBe(opening);
+    expect(plan.status.nodes.available).toBe(0);
+    expect(plan.status.conditions.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'False', reason: 'OutsideMaintenanceWindow' });
     expect(plan.status.maintenanceWindow).toEqual({ open: false, closesAt: '', nextOpening: '2026-11-28T21:00:00Z', nextWindow: 'Sat 22:00-04:00 Europe/Berlin (2026-11-28T22:00:00)' });
   });
 
