@@ -50,13 +50,19 @@ async function pushBrokenDriver(world: RolloutWorld): Promise<void> {
   });
 }
 
-/** The canaries carry the revision, the rest wait naming them. */
+/**
+ * The canaries carry the revision, the rest wait naming them. The waiting nodes' reasons are
+ * written beside the passes (marks, two at a time) and may trail the status: waited for.
+ */
 async function expectRecordedOnNodes(world: RolloutWorld, canaryNodes: readonly string[], revision: string): Promise<void> {
-  for (const n of await world.nodes()) {
+  const waiting = `waiting for approval of canary nodes ${canaryNodes.join(', ')} (revision ${revision}): kubectl driver-rollout approve`;
+  const recorded = (n: V1Node): string | undefined => {
     const annotations = n.metadata?.annotations ?? {};
-    if (canaryNodes.includes(n.metadata?.name ?? '')) expect(annotations[world.keys.canary]).toBe(revision);
-    else expect(annotations[world.keys.upgradeReason]).toBe(`waiting for approval of canary nodes ${canaryNodes.join(', ')} (revision ${revision}): kubectl driver-rollout approve`);
-  }
+    return canaryNodes.includes(n.metadata?.name ?? '') ? annotations[world.keys.canary] : annotations[world.keys.upgradeReason];
+  };
+  const expected = (n: V1Node): string => (canaryNodes.includes(n.metadata?.name ?? '') ? revision : waiting);
+  const nodes = await world.waitForNodes('the canary and the waiting nodes recorded', (all) => (all.every((n) => recorded(n) === expected(n)) ? all : undefined), HANG_MS);
+  expect(nodes).toHaveLength(world.nodeNames.length);
 }
 
 describe('a canary on the real control plane', () => {
