@@ -123,7 +123,8 @@ describe('a canary on the real control plane', () => {
     expect(events[0]?.message).toContain(`approved by ${approver}`);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain(`driver_rollout_canary_phase{namespace="${world.ns.name}",rollout="driver",driver="${world.driver}",phase="Rolling"} 1`);
-  });
+    // Two waves of eight KWOK nodes and a coordinator restart: 76 s at a quiet moment, over 180 s at load 25.
+  }, 600_000);
 });
 
 describe('a failed canary and the way back', () => {
