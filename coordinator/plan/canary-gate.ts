@@ -85,7 +85,7 @@ export function decideCanary(input: CanaryInput): CanaryGate {
   }
   const names = members.map((m) => m.view.snapshot.name).sort();
   const inCanary = new Set(names);
-  const verdict = judge(input, members, revision);
+  const verdict = holdsNothing(judge(input, members, revision), input, inCanary);
   if (verdict.newFailure !== null) act(verdict.newFailure.node, { kind: 'setAnnotation', node: verdict.newFailure.node, key: keys.canaryFailed, value: verdict.newFailure.why });
   const rollback = verdict.phase === 'CanaryFailed' && policy.onCanaryFailure === 'Rollback' ? rollbackOf(input, inCanary, verdict.failure ?? '') : null;
   const status: CanaryStatus = {
@@ -163,6 +163,13 @@ function judge(input: CanaryInput, members: readonly NodeContext[], revision: st
   if (!allDone) return { phase: 'Canary', failure: null, newFailure: null, soakUntil: null, pending: byName.filter((m) => !done(m)).map((m) => m.view.snapshot.name) };
   if (soakUntil === null) return { phase: 'WaitingForApproval', failure: null, newFailure: null, soakUntil: null, pending: [] };
   return { phase: 'Soaking', failure: null, newFailure: null, soakUntil, pending: byName.filter((m) => m.view.unschedulable).map((m) => m.view.snapshot.name) };
+}
+
+/** Nothing left for a passing canary to hold (it was every node to upgrade): it is rolling, not waiting. */
+function holdsNothing(verdict: Verdict, input: CanaryInput, inCanary: ReadonlySet<string>): Verdict {
+  if (verdict.phase !== 'WaitingForApproval' && verdict.phase !== 'Soaking') return verdict;
+  const outside = input.nodes.some((n) => !inCanary.has(n.view.snapshot.name) && n.driver.outOfDate.length > 0);
+  return outside ? verdict : { ...verdict, phase: 'Rolling' };
 }
 
 /** Why this canary node fails the canary now; null while it is fine. Upgrading, only a failure counts; done, NotReady and an unready driver pod too. */

@@ -57,6 +57,12 @@ describe('the canary of a new revision', () => {
     expect(approved.status.conditions.find((c) => c.type === 'CanaryApproved')).toMatchObject({ status: 'True', message: expect.stringContaining('approved by alice') as unknown });
   });
 
+  it('says Rolling, not waiting, when the canary was every node to upgrade', () => {
+    const plan = planAt(aCluster([doneCanary('n1'), doneCanary('n2'), aNode('n3').inState('upgrade-done')]), pause);
+    expect(plan.status.canary?.phase).toBe('Rolling');
+    expect(plan.status.canary?.approvedBy).toBeNull();
+  });
+
   it('with then: Continue soaks, wakes at the soak’s end, and then lets the rest go with nothing else changed', () => {
     const cluster = aCluster([doneCanary('n1', 30), doneCanary('n2', 10), waiting('n3')]);
     const soaking = planAt(cluster, soak);
