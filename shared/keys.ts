@@ -124,6 +124,18 @@ export interface DriverKeys {
   readonly driverLoaded: string;
   /** Node annotation (ours): `"true"` while the node's upgrade is a restart only (the template loads the driver already loaded). */
   readonly restartOnly: string;
+  /**
+   * Node annotation (ours): unix seconds when the node, NotReady mid-upgrade, was first held in a
+   * pool with too many nodes NotReady at once (plan/pool-disruption.ts): its NotReady time fails
+   * nothing while this is set. Removed once the pool is healthy again.
+   */
+  readonly notReadyFrozen: string;
+  /**
+   * Node annotation (ours): unix seconds from which the node's NotReady time counts toward its
+   * failure, set when its pool is healthy again after a freeze (NotReady before that, during the
+   * pool's disruption, fails nothing).
+   */
+  readonly notReadyCountedFrom: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -167,6 +179,8 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     clientsStopped: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.clients-stopped`,
     driverLoaded: `${fact}-driver-loaded`,
     restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
+    notReadyFrozen: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.not-ready-frozen`,
+    notReadyCountedFrom: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.not-ready-counted-from`,
   };
 }
 
@@ -185,6 +199,22 @@ export function parseUpgradeStateKey(key: string): { readonly domain: string; re
 /** Event reason, e.g. `GPUDriverUpgrade` for driver `gpu`, as the GPU Operator writes it. */
 export function upgradeEventReason(driver: string): string {
   return `${driver.toUpperCase()}DriverUpgrade`;
+}
+
+/**
+ * Node annotation (ours, one for every driver and every release of the coordinator): who holds
+ * the node's cordon, as comma-separated holders `<keyDomain>/<driverName>` (cordonHolderOf),
+ * sorted. A driver adds itself when it cordons (or finds the node cordoned by another holder) and
+ * removes itself when its upgrade is done; only the last holder uncordons. A cordoned node
+ * without this annotation, or with it empty, was cordoned by none of ours (an admin, kured, a
+ * maintenance operator, the autoscaler) and is never uncordoned by us. Written only with the
+ * node's resourceVersion (a conflict re-reads the node, never overwrites another writer's list).
+ */
+export const CORDON_HOLDERS_ANNOTATION = `${OWN_KEY_DOMAIN}/cordon-holders`;
+
+/** The holder a DriverRollout's driver writes into CORDON_HOLDERS_ANNOTATION: `<keyDomain>/<driverName>`. */
+export function cordonHolderOf(keys: Pick<DriverKeys, 'domain' | 'driver'>): string {
+  return `${keys.domain}/${keys.driver}`;
 }
 
 /** KWOK's annotation marking a node it manages (test bed and demo only). */

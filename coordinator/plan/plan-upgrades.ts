@@ -29,6 +29,7 @@ import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
+import { cordonLost } from './cordon-lost.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
@@ -264,7 +265,7 @@ function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'can
   /** The "updated node state label" Event of the state this pass moved the node into, if any. */
   let entered: NodeAction | null = null;
   for (let step = 0; step < MAX_STEPS_PER_PASS; step++) {
-    const result = next ?? stopped(record.node, ctx) ?? holdWhileNotReady(record.node, ctx) ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
+    const result = next ?? stopped(record.node, ctx) ?? cordonLost(record.node, ctx) ?? holdWhileNotReady(record.node, ctx) ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
     next = undefined;
     if (result.kind !== 'advance') addActions(record, result.actions);
     switch (result.kind) {

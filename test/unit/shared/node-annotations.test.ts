@@ -40,6 +40,8 @@ const CASES: readonly { annotation: NodeAnnotation; good: string; reads: unknown
   { annotation: 'clientsStopped', good: 'a/p1,b/p2', reads: new Set(['a/p1', 'b/p2']), bad: 'a/p1,,b/p2', says: /not <namespace>\/<name>/ },
   { annotation: 'driverLoaded', good: loaded, reads: { pod: 'gpu-operator/gpu-driver-x1', fingerprint, version: '570.86.15' }, bad: '{"pod":"a/b"}', says: /is not the agent's/ },
   { annotation: 'restartOnly', good: 'false', reads: false, bad: 'True', says: /is not "true" or "false": "True"/ },
+  { annotation: 'notReadyFrozen', good: '1700000007', reads: 1_700_000_007_000, bad: 'now', says: /is not unix seconds: "now"/ },
+  { annotation: 'notReadyCountedFrom', good: '1700000008', reads: 1_700_000_008_000, bad: '-1', says: /is not unix seconds: "-1"/ },
 ];
 
 /** The DriverKeys that are no node annotation: labels, the pod condition, and the key set's own parts. */
