@@ -193,6 +193,7 @@ export const REASON_CODES = [
   'waiting-for-clients',
   'waiting-for-validation',
   'node-not-ready',
+  'pool-not-ready',
   'upgrade-failed',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];

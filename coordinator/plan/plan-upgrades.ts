@@ -9,7 +9,8 @@
  *    are still those it planned on once the cordon is stored. Nodes that end in upgrade-required are
  *    candidates to start.
  * 2. Halted? (nodes in upgrade-failed, after step 1, >= maxFailedNodes.)
- * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS; a node
+ * 3. Candidates in start order (idle device, priority label, name) go through START_CHECKS (a
+ *    held node's wakeAt joins the plan's nextWakeAt); a node
  *    that passes takes a slot of its pool and starts (→ cordon-required), chaining on. A node
  *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
  *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
@@ -34,11 +35,12 @@ import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countMember, createBudget, isOutOfService, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
+import { poolDisruptions } from './pool-disruption.ts';
 import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
-import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
+import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
 import { handlePodDeletion } from './states/handle-pod-deletion.ts';
@@ -80,27 +82,29 @@ export interface NodeRecord {
 }
 
 export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPolicy, now: number): Plan {
-  const ctx: StepContext = {
-    policy,
-    now,
-    revisions: new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash])),
-    fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
-    pdbsByNamespace: indexPdbs(snapshot.pdbs),
-    dependents: snapshot.dependents ?? [],
-  };
+  const revisions = new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash]));
   // Budgets from the snapshot as it is, before this pass changes anything: counted as the records are made.
   const budgets = createBudgets(policy);
   const records: NodeRecord[] = [];
   for (const n of snapshot.nodes) {
     const node: NodeContext = {
       view: createNodeView(n, policy.keys.upgradeState),
-      driver: driverPodStatus(n, ctx.revisions),
+      driver: driverPodStatus(n, revisions),
       pool: assignPool(n.labels, policy),
     };
     countInBudget(budgets, node);
     records.push({ node, actions: [], reason: null, wakeAt: null, after: null });
   }
   for (const budget of budgets.values()) sealBudget(budget);
+  const ctx: StepContext = {
+    policy,
+    now,
+    revisions,
+    fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
+    pdbsByNamespace: indexPdbs(snapshot.pdbs),
+    dependents: snapshot.dependents ?? [],
+    disruptions: poolDisruptions(budgets.values()),
+  };
 
   const candidates: NodeRecord[] = [];
   /** Per pool, the slots step 1 gives back once its plans are stored. */
@@ -122,6 +126,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     fingerprints: ctx.fingerprints,
     pdbsByNamespace: ctx.pdbsByNamespace,
     dependents: ctx.dependents,
+    disruptions: ctx.disruptions,
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
@@ -206,14 +211,15 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;
-    const reason = firstReason(START_CHECKS, node, ctx);
+    const hold = firstHold(START_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
-    if (reason !== null) {
+    if (hold !== null) {
       // The slot check comes last: no slot is the only reason left, and a release may end it.
-      const from = reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
+      const from = hold.reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
       if (from === null) {
-        record.reason = reason;
+        record.reason = hold.reason;
+        record.wakeAt = hold.wakeAt;
         continue;
       }
       record.after = from;

@@ -1,10 +1,12 @@
 /**
  * Whether a node in upgrade-required may start now: an ordered list of pure checks, each giving
- * a reason or null (reasons are data). The first reason wins; the slot check comes last so that a
- * node held back for another reason never takes a slot.
+ * a hold (why, and when to look again) or null. The first hold wins; the slot check comes last so
+ * that a node held back for another reason never takes a slot.
  */
+import { describeNotReady } from './node-not-ready.ts';
 import type { PoolBudget } from './pool-capacity.ts';
 import { isOutOfService, slotShortage } from './pool-capacity.ts';
+import { describeDisruption } from './pool-disruption.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
 
 export interface StartContext extends StepContext {
@@ -13,9 +15,15 @@ export interface StartContext extends StepContext {
   readonly budgets: ReadonlyMap<string, PoolBudget>;
 }
 
-export type StartCheck = (node: NodeContext, ctx: StartContext) => Reason | null;
+/** Why a node may not start now, and when to look again (epoch ms; null: only a change in the cluster can lift it). */
+export interface StartHold {
+  readonly reason: Reason;
+  readonly wakeAt: number | null;
+}
 
-const same = (code: Reason['code'], text: string): Reason => ({ code, message: text, detail: text });
+export type StartCheck = (node: NodeContext, ctx: StartContext) => StartHold | null;
+
+const same = (code: Reason['code'], text: string): StartHold => ({ reason: { code, message: text, detail: text }, wakeAt: null });
 
 export const isPaused: StartCheck = (_node, ctx) =>
   ctx.policy.autoUpgrade ? null : same('paused', 'paused: upgradePolicy.autoUpgrade is false');
@@ -32,11 +40,41 @@ export const hasNoDriverPod: StartCheck = (node) => (node.driver.pods.length ===
 export const isHalted: StartCheck = (node, ctx) =>
   ctx.halted && node.view.annotations[ctx.policy.keys.failedRevision] === undefined
     ? {
-        code: 'halted',
-        message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
-        detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        reason: {
+          code: 'halted',
+          message: `halted: failure budget reached (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+          detail: `halted: ${ctx.failedNodes} nodes failed or retrying after a failure (maxFailedNodes ${ctx.policy.maxFailedNodes ?? 0})`,
+        },
+        wakeAt: null,
       }
     : null;
+
+/**
+ * A pool with too many nodes NotReady at once (pool-disruption.ts) starts no node, Ready or not:
+ * what took its nodes away may take more, and a node started now would be cordoned into it.
+ */
+export const isPoolDisrupted: StartCheck = (node, ctx) => {
+  if (node.pool.kind !== 'pool') return null;
+  const disruption = ctx.disruptions.get(node.pool.pool.name);
+  if (disruption === undefined) return null;
+  const cached = disruptedHolds.get(disruption);
+  if (cached !== undefined) return cached;
+  const hold = same('pool-not-ready', `not started: ${describeDisruption(disruption)}; starts resume once the pool is healthy again`);
+  disruptedHolds.set(disruption, hold);
+  return hold;
+};
+
+const disruptedHolds = new WeakMap<object, StartHold>();
+
+/**
+ * A NotReady node does not start: its kubelet cannot show what runs on it, nor confirm a pod gone
+ * or a driver loaded, and it would start without taking a slot (it is out of service already).
+ */
+export const isNotReady: StartCheck = (node) => {
+  const snapshot = node.view.snapshot;
+  if (snapshot.ready) return null;
+  return same('node-not-ready', `not started: node NotReady (${describeNotReady(snapshot.notReady ?? null)}); starts once it is Ready again`);
+};
 
 export const hasNoSlot: StartCheck = (node, ctx) => {
   if (node.pool.kind !== 'pool') return null;
@@ -44,28 +82,32 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
   if (budget === undefined) return null;
   const shortage = slotShortage(budget, isOutOfService({ state: node.view.state, unschedulable: node.view.unschedulable, ready: node.view.snapshot.ready }));
   if (shortage === null) return null;
-  // Thousands of nodes may wait on one pool: share one Reason while the shortage is the same.
-  const cached = noSlotReasons.get(budget);
-  if (cached?.detail === shortage) return cached;
+  // Thousands of nodes may wait on one pool: share one hold while the shortage is the same.
+  const cached = noSlotHolds.get(budget);
+  if (cached?.reason.detail === shortage) return cached;
   const pool = budget.pool;
   const maxUnavailable = pool.maxUnavailable.kind === 'count' ? String(pool.maxUnavailable.value) : `${pool.maxUnavailable.value}%`;
-  const reason: Reason = {
-    code: 'no-slot',
-    message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
-    detail: shortage,
+  const hold: StartHold = {
+    reason: {
+      code: 'no-slot',
+      message: `waiting for a slot in pool ${pool.name} (maxUnavailable ${maxUnavailable}, maxParallelUpgrades ${pool.maxParallelUpgrades})`,
+      detail: shortage,
+    },
+    wakeAt: null,
   };
-  noSlotReasons.set(budget, reason);
-  return reason;
+  noSlotHolds.set(budget, hold);
+  return hold;
 };
 
-const noSlotReasons = new WeakMap<PoolBudget, Reason>();
+const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
+/** In the documented order of holds (coordinator/README.md): the first wins. */
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isPoolDisrupted, isNotReady, hasNoSlot];
 
-export function firstReason(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): Reason | null {
+export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {
-    const reason = check(node, ctx);
-    if (reason !== null) return reason;
+    const hold = check(node, ctx);
+    if (hold !== null) return hold;
   }
   return null;
 }
