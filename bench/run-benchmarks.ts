@@ -138,6 +138,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: controller overhead per wave`, unit: 's', spread: of((m) => m.overheadPerWaveSeconds), ...(c.nodes === 200 && c.unavailablePercent === 10 && c.reloadSeconds === 0 ? { target: { op: '<=' as const, value: 1 } } : {}) },
       ...floorFigures(label, runs),
       { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
+      { name: `rollout ${label}: cordon write conflicts per upgraded node (409, each re-read and retried)`, unit: 'conflicts', spread: of((m) => m.conflictsPerNode) },
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
     );
@@ -196,7 +197,7 @@ function rolloutNote(label: string, loadAtStart: number, last: RolloutMeasuremen
     `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); ${handoff}; ` +
     `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
     `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
-    `by verb ${JSON.stringify(last.requestsPerNode)}; Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
+    `by verb ${JSON.stringify(last.requestsPerNode)}; cordon write conflicts per node ${last.conflictsPerNode}; Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
     `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
     `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; wave replaced at once (no coordinator) ${floor}; ` +
     `wave ends ${last.doneTimesSeconds.join(', ')} s`

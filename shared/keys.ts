@@ -142,6 +142,18 @@ export interface DriverKeys {
   readonly canary: string;
   /** Node annotation (ours): why this canary node failed the canary of the revision in `canary` (it halts the rollout). */
   readonly canaryFailed: string;
+  /**
+   * Node annotation (ours): unix seconds when the node, NotReady mid-upgrade, was first held in a
+   * pool with too many nodes NotReady at once (plan/pool-disruption.ts): its NotReady time fails
+   * nothing while this is set. Removed once the pool is healthy again.
+   */
+  readonly notReadyFrozen: string;
+  /**
+   * Node annotation (ours): unix seconds from which the node's NotReady time counts toward its
+   * failure, set when its pool is healthy again after a freeze (NotReady before that, during the
+   * pool's disruption, fails nothing).
+   */
+  readonly notReadyCountedFrom: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -189,6 +201,8 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     upgradeDoneTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.done-time`,
     canary: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.canary`,
     canaryFailed: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.canary-failed`,
+    notReadyFrozen: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.not-ready-frozen`,
+    notReadyCountedFrom: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.not-ready-counted-from`,
   };
 }
 
@@ -217,6 +231,22 @@ export function upgradeEventReason(driver: string): string {
 export const CANARY_APPROVED_REVISION_ANNOTATION = `${OWN_KEY_DOMAIN}/canary-approved-revision`;
 /** DriverRollout annotation (ours, written with the one above): who approved (the user the API server authenticated). */
 export const CANARY_APPROVED_BY_ANNOTATION = `${OWN_KEY_DOMAIN}/canary-approved-by`;
+
+/**
+ * Node annotation (ours, one for every driver and every release of the coordinator): who holds
+ * the node's cordon, as comma-separated holders `<keyDomain>/<driverName>` (cordonHolderOf),
+ * sorted. A driver adds itself when it cordons (or finds the node cordoned by another holder) and
+ * removes itself when its upgrade is done; only the last holder uncordons. A cordoned node
+ * without this annotation, or with it empty, was cordoned by none of ours (an admin, kured, a
+ * maintenance operator, the autoscaler) and is never uncordoned by us. Written only with the
+ * node's resourceVersion (a conflict re-reads the node, never overwrites another writer's list).
+ */
+export const CORDON_HOLDERS_ANNOTATION = `${OWN_KEY_DOMAIN}/cordon-holders`;
+
+/** The holder a DriverRollout's driver writes into CORDON_HOLDERS_ANNOTATION: `<keyDomain>/<driverName>`. */
+export function cordonHolderOf(keys: Pick<DriverKeys, 'domain' | 'driver'>): string {
+  return `${keys.domain}/${keys.driver}`;
+}
 
 /** KWOK's annotation marking a node it manages (test bed and demo only). */
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';

@@ -94,6 +94,16 @@ export const LOADED_DRIVER: AnnotationSchema<PublishedDriver> = {
   },
 };
 
+/**
+ * The holders of a node's cordon (keys.ts CORDON_HOLDERS_ANNOTATION): comma-separated, blanks
+ * dropped, sorted. Every other text is a holder too: an entry we do not recognise still holds
+ * the node, so it never reads as "no one holds it".
+ */
+export const CORDON_HOLDERS: AnnotationSchema<readonly string[]> = {
+  holds: 'comma-separated cordon holders <keyDomain>/<driverName>',
+  parse: (raw) => ({ value: [...new Set(raw.split(',').map((h) => h.trim()).filter((h) => h !== ''))].sort() }),
+};
+
 /** Every per-node annotation key of DriverKeys, with its schema. */
 export const NODE_ANNOTATIONS = {
   waitForSafeLoad: TEXT,
@@ -119,6 +129,8 @@ export const NODE_ANNOTATIONS = {
   upgradeDoneTime: UNIX_SECONDS,
   canary: TEXT,
   canaryFailed: TEXT,
+  notReadyFrozen: UNIX_SECONDS,
+  notReadyCountedFrom: UNIX_SECONDS,
 } as const satisfies Partial<Record<keyof DriverKeys, AnnotationSchema<unknown>>>;
 
 export type NodeAnnotation = keyof typeof NODE_ANNOTATIONS;

@@ -102,6 +102,12 @@ export interface RolloutMeasurement {
   readonly requestsPerNodeByResource: Readonly<Record<string, number>>;
   readonly writesPerNode: number;
   readonly eventsPerNode: number;
+  /**
+   * Cordon and uncordon writes refused because the node changed since it was read (409), per
+   * upgraded node (driver_rollout_node_write_conflicts_total); each is one more read and one
+   * more patch, counted in writesPerNode and requestsPerNode too.
+   */
+  readonly conflictsPerNode: number;
   /** Every client's requests during the rollout (apiserver_request_total), by verb. */
   readonly clusterRequests: Readonly<Record<string, number>>;
   readonly newConnections: number;
@@ -269,6 +275,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     const metricsBefore = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
     const auditOffset = (await stat(auditLog)).size;
     const passesBefore = await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort));
+    const conflictsBefore = await retrying('read the coordinator\'s metrics', () => writeConflicts(metricsPort));
     const driverPods = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
     const podNodes = new Map(driverPods.items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
     const progress = watchProgress(kc);
@@ -300,6 +307,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     await sampler.stop();
     const metricsAfter = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
     const passes = diff(await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort)), passesBefore);
+    const conflicts = (await retrying('read the coordinator\'s metrics', () => writeConflicts(metricsPort))) - conflictsBefore;
     const audit = summarizeRolloutAudit(parseAuditLines((await readFile(auditLog)).subarray(auditOffset).toString('utf8')), { changedAtMs, podNodes, slots: allowed, stateLabel: KEYS.upgradeState, replacementReadyAt: replacements.readyAt });
     const requests = audit.byVerb;
     const opened = [...sampler.seen()].filter((s) => !connectionsBefore.has(s)).length;
@@ -329,6 +337,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       requestsPerNodeByResource: perNodeByResource,
       writesPerNode: round(writes / c.nodes, 2),
       eventsPerNode: round((requests['create:events'] ?? 0) / c.nodes, 2),
+      conflictsPerNode: round(conflicts / c.nodes, 3),
       clusterRequests: diff(metricsAfter, metricsBefore),
       newConnections: opened,
       peakConnections: sampler.peak(),
@@ -648,6 +657,12 @@ async function reconcilePasses(port: number): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const value = (suffix: string): number => Number(new RegExp(`^driver_rollout_reconcile_duration_seconds_${suffix}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   return { count: value('count'), sum: value('sum') };
+}
+
+/** The coordinator's cordon writes refused with 409 so far, over every driver. */
+async function writeConflicts(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return [...text.matchAll(/^driver_rollout_node_write_conflicts_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {

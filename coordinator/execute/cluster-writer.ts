@@ -29,8 +29,13 @@ export interface ClusterEvent {
  * Other API errors are thrown unchanged.
  */
 export interface ClusterWriter {
-  /** A JSON merge patch of the Node; returns the Node as stored after the patch. */
+  /**
+   * A JSON merge patch of the Node; returns the Node as stored after the patch. A patch that
+   * names a resourceVersion is refused with HTTP 409 (thrown) when the Node has changed since.
+   */
   patchNode(name: string, patch: NodeMergePatch): Promise<V1Node>;
+  /** The Node as the API server has it now (a read after a 409). */
+  readNode(name: string): Promise<V1Node>;
   deletePod(pod: PodRef): Promise<void>;
   evictPod(pod: PodRef): Promise<EvictionResult>;
   emitEvent(event: ClusterEvent): Promise<void>;

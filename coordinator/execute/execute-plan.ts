@@ -2,9 +2,10 @@ import type { V1Node } from '@kubernetes/client-node';
 import { toError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { NodeAction, NodeObjectAction, NodePlan, RequireSamePodsAction, SetStateAction } from '../plan/action.ts';
-import { nodePatchOf } from '../plan/node-patch.ts';
+import { changesCordon, nodePatchAgainst, nodePatchOf, type NodeAsRead } from '../plan/node-patch.ts';
+import { CORDON_HOLDERS_ANNOTATION } from '../../shared/keys.ts';
 import type { PodRef } from '../plan/snapshot.ts';
-import { apiErrorMessage } from '../../shared/kube/api-error.ts';
+import { apiErrorMessage, isConflict } from '../../shared/kube/api-error.ts';
 import { withTimeout } from '../with-timeout.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
 import { coalesceNodeActions, isPatch, type ActionGroup } from './coalesce-node-actions.ts';
@@ -17,6 +18,13 @@ export interface ExecuteHooks {
   readonly nodeUid: (name: string) => string | undefined;
   /** Read-your-writes: the Node as stored after each patch, newer than the cache for a moment. */
   readonly onNodeWritten: (node: V1Node) => void;
+  /**
+   * The Node as this replica last knew it (its own last write, or the cache), that a cordon
+   * change is first tried against; undefined: read it from the API server.
+   */
+  readonly nodeAsKnown: (name: string) => V1Node | undefined;
+  /** A cordon change was refused (409: the Node changed since it was read); it is tried again on the Node read afresh, CORDON_WRITE_TRIES in all. */
+  readonly onWriteConflict: (node: string) => void;
   /** HTTP 429 on eviction: reported back to the planner through the next snapshot. */
   readonly onEvictionBlocked: (pod: PodRef, message: string, node: string) => void;
   readonly onEvicted: (pod: PodRef) => void;
@@ -181,8 +189,11 @@ async function runGroup(node: string, group: ActionGroup, hooks: ExecuteHooks): 
   }
 }
 
+/** Tries of a cordon change against a Node read afresh after a conflict, before the node's list fails (the next pass plans it again). */
+export const CORDON_WRITE_TRIES = 5;
+
 async function patchNode(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<void> {
-  const stored = await hooks.writer.patchNode(node, nodePatchOf(actions));
+  const stored = changesCordon(actions) ? await patchAgainstRead(node, actions, hooks) : await hooks.writer.patchNode(node, nodePatchOf(actions));
   hooks.onNodeWritten(stored);
   for (const a of actions) {
     if (a.kind === 'setState') {
@@ -190,6 +201,35 @@ async function patchNode(node: string, actions: readonly NodeObjectAction[], hoo
       hooks.logger.info({ node, from: a.from, to: a.to }, 'node state changed');
     }
   }
+}
+
+/**
+ * A patch with a cordon change, made against the Node as known and sent with its resourceVersion:
+ * a 409 (someone wrote the Node since: another coordinator's cordon, an admin's uncordon, NFD's
+ * labels) reads the Node afresh and makes the change against that, never over it.
+ */
+async function patchAgainstRead(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<V1Node> {
+  let read = hooks.nodeAsKnown(node);
+  for (let tries = 1; ; tries++) {
+    read ??= await hooks.writer.readNode(node);
+    try {
+      return await hooks.writer.patchNode(node, nodePatchAgainst(actions, asRead(node, read)));
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      hooks.onWriteConflict(node);
+      if (tries >= CORDON_WRITE_TRIES) throw error;
+      read = undefined;
+    }
+  }
+}
+
+function asRead(name: string, node: V1Node): NodeAsRead {
+  return {
+    name,
+    resourceVersion: node.metadata?.resourceVersion ?? '',
+    unschedulable: node.spec?.unschedulable === true,
+    holders: node.metadata?.annotations?.[CORDON_HOLDERS_ANNOTATION],
+  };
 }
 
 async function executeAction(action: NodeAction, hooks: ExecuteHooks): Promise<void> {

@@ -26,6 +26,9 @@ export function createKubeClusterWriter(kc: KubeConfig, options: KubeClusterWrit
     async patchNode(name, patch) {
       return core.patchNode({ name, body: patch }, MERGE_PATCH);
     },
+    async readNode(name) {
+      return core.readNode({ name });
+    },
     async deletePod(pod) {
       try {
         await core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, body: { preconditions: { uid: pod.uid } } });

@@ -69,6 +69,7 @@ export class CoordinatorMetrics {
   private readonly reconcileSeconds: Histogram;
   private readonly eventsQueued: Gauge;
   private readonly eventsDropped: Counter<'reason'>;
+  private readonly cordonConflicts: Counter<'driver'>;
 
   constructor() {
     const gauge = (name: string, help: string): Gauge<(typeof ROLLOUT_LABELS)[number]> =>
@@ -126,6 +127,12 @@ export class CoordinatorMetrics {
       labelNames: ['reason'],
       registers: [this.registry],
     });
+    this.cordonConflicts = new Counter({
+      name: 'driver_rollout_node_write_conflicts_total',
+      help: 'Cordon and uncordon writes refused because the Node changed since it was read (HTTP 409); each is tried again on the Node read afresh.',
+      labelNames: ['driver'],
+      registers: [this.registry],
+    });
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -135,6 +142,10 @@ export class CoordinatorMetrics {
 
   countEventDropped(reason: 'full' | 'closed'): void {
     this.eventsDropped.inc({ reason });
+  }
+
+  countWriteConflict(driver: string): void {
+    this.cordonConflicts.inc({ driver });
   }
 
   setRolloutCounts(labels: RolloutLabels, counts: RolloutNodeCounts, autoUpgrade: boolean, halted = false): void {

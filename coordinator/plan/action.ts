@@ -54,14 +54,22 @@ export interface SetStateAction {
   readonly skipped?: string;
 }
 
+/**
+ * Cordon on behalf of `holder` (cordon-holders.ts): written against the node as read, with its
+ * resourceVersion, never over another writer's change.
+ */
 export interface CordonAction {
   readonly kind: 'cordon';
   readonly node: string;
+  /** `<keyDomain>/<driverName>` (shared/keys.ts cordonHolderOf). */
+  readonly holder: string;
 }
 
+/** `holder` lets go of the node's cordon; the node is uncordoned only if no other holder is left (cordon-holders.ts). */
 export interface UncordonAction {
   readonly kind: 'uncordon';
   readonly node: string;
+  readonly holder: string;
 }
 
 export interface SetAnnotationAction {
@@ -188,6 +196,7 @@ export const REASON_CODES = [
   'waiting-for-clients',
   'waiting-for-validation',
   'node-not-ready',
+  'pool-not-ready',
   'upgrade-failed',
   'canary',
   'waiting-for-approval',

@@ -65,6 +65,8 @@ export function cycleAnnotationKeys(keys: DriverKeys): readonly string[] {
       keys.clientsStopped,
       keys.validationStartTime,
       keys.restartOnly,
+      keys.notReadyFrozen,
+      keys.notReadyCountedFrom,
       keys.upgradeStartTime,
     ];
     cycleKeys.set(keys, list);

@@ -3,9 +3,10 @@
  * pass has already decided for it, so that a node advancing several states in one pass reads its
  * own writes. Also used by applyPlan to replay a plan onto a snapshot.
  */
-import { isUpgradeState, type UpgradeState } from '../../shared/keys.ts';
+import { CORDON_HOLDERS_ANNOTATION, isUpgradeState, type UpgradeState } from '../../shared/keys.ts';
 import { parseNodeAnnotation, UNIX_SECONDS } from '../../shared/node-annotations.ts';
 import type { NodeObjectAction } from './action.ts';
+import { applyCordonChange } from './cordon-holders.ts';
 import type { NodeSnapshot } from './snapshot.ts';
 
 export interface NodeView {
@@ -51,11 +52,15 @@ export function applyNodeObjectAction(view: NodeView, action: NodeObjectAction):
       writableLabels(view)[action.labelKey] = action.to;
       break;
     case 'cordon':
-      view.unschedulable = true;
+    case 'uncordon': {
+      const holders = view.annotations[CORDON_HOLDERS_ANNOTATION];
+      const after = applyCordonChange({ unschedulable: view.unschedulable, holders }, action);
+      view.unschedulable = after.unschedulable;
+      if (after.holders === holders) break;
+      if (after.holders === undefined) Reflect.deleteProperty(writableAnnotations(view), CORDON_HOLDERS_ANNOTATION);
+      else writableAnnotations(view)[CORDON_HOLDERS_ANNOTATION] = after.holders;
       break;
-    case 'uncordon':
-      view.unschedulable = false;
-      break;
+    }
     case 'setAnnotation':
       writableAnnotations(view)[action.key] = action.value;
       break;

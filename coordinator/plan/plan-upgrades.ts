@@ -36,11 +36,13 @@ import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys 
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
 import { windowStateAt } from './maintenance-windows.ts';
+import { cordonLost } from './cordon-lost.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
 import { countPacing, countSoakStart, createPacing, donePacingActions, recordStart, startPacingActions, startsSoak, type PoolPacing } from './pacing.ts';
 import { countMember, createBudget, isInProgress, isOutOfService, isUpgrading, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
+import { poolDisruptions } from './pool-disruption.ts';
 import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
@@ -88,14 +90,7 @@ export interface NodeRecord {
 }
 
 export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPolicy, now: number): Plan {
-  const ctx: StepContext = {
-    policy,
-    now,
-    revisions: new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash])),
-    fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
-    pdbsByNamespace: indexPdbs(snapshot.pdbs),
-    dependents: snapshot.dependents ?? [],
-  };
+  const revisions = new Map(snapshot.daemonSets.map((d) => [d.name, d.updatedRevisionHash]));
   const window = policy.maintenanceWindows.length === 0 ? null : windowStateAt(policy.maintenanceWindows, now);
   // Budgets from the snapshot as it is, before this pass changes anything: counted as the records are made.
   const budgets = createBudgets(policy);
@@ -104,17 +99,26 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
   for (const n of snapshot.nodes) {
     const node: NodeContext = {
       view: createNodeView(n, policy.keys.upgradeState),
-      driver: driverPodStatus(n, ctx.revisions),
+      driver: driverPodStatus(n, revisions),
       pool: assignPool(n.labels, policy),
     };
     countInBudget(budgets, node);
-    if (node.pool.kind === 'pool') {
-      const pool = pacing.get(node.pool.pool.name);
-      if (pool !== undefined) countPacing(pool, node, ctx);
-    }
     records.push({ node, actions: [], reason: null, wakeAt: null, after: null });
   }
   for (const budget of budgets.values()) sealBudget(budget);
+  const ctx: StepContext = {
+    policy,
+    now,
+    revisions,
+    fingerprints: new Map(snapshot.daemonSets.map((d) => [d.name, d.templateFingerprint ?? null])),
+    pdbsByNamespace: indexPdbs(snapshot.pdbs),
+    dependents: snapshot.dependents ?? [],
+    disruptions: poolDisruptions(budgets.values()),
+  };
+  for (const { node } of records) {
+    const pool = node.pool.kind === 'pool' ? pacing.get(node.pool.pool.name) : undefined;
+    if (pool !== undefined) countPacing(pool, node, ctx);
+  }
 
   const candidates: NodeRecord[] = [];
   /** Per pool, the slots step 1 gives back once its plans are stored. */
@@ -151,6 +155,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     fingerprints: ctx.fingerprints,
     pdbsByNamespace: ctx.pdbsByNamespace,
     dependents: ctx.dependents,
+    disruptions: ctx.disruptions,
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
@@ -322,7 +327,7 @@ function runNode(record: NodeRecord, ctx: StepContext, first?: StepResult): 'can
   /** The "updated node state label" Event of the state this pass moved the node into, if any. */
   let entered: NodeAction | null = null;
   for (let step = 0; step < MAX_STEPS_PER_PASS; step++) {
-    const result = next ?? stopped(record.node, ctx) ?? holdWhileNotReady(record.node, ctx) ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
+    const result = next ?? stopped(record.node, ctx) ?? cordonLost(record.node, ctx) ?? holdWhileNotReady(record.node, ctx) ?? STATE_HANDLERS[record.node.view.state](record.node, ctx);
     next = undefined;
     if (result.kind !== 'advance') addActions(record, result.actions);
     switch (result.kind) {

@@ -1,7 +1,8 @@
 /**
  * Slots per pool. A node may start its upgrade when
  * - maxParallelUpgrades is 0 or fewer than that many pool nodes are upgrading, and
- * - it is already out of service (cordoned or NotReady: starting it takes nothing more away), or
+ * - it is already out of service (cordoned: starting it takes nothing more away; a NotReady node
+ *   does not start at all, start-checks.ts), or
  *   fewer than maxUnavailable pool nodes are out of service.
  *
  * Out of service = cordoned, NotReady, or upgrading (cordon-required … validation-required).
@@ -59,18 +60,21 @@ export interface PoolBudget {
   total: number;
   unavailable: number;
   upgrading: number;
+  /** Members whose Ready condition is not True (pool-disruption.ts). */
+  notReady: number;
   /** Resolved once every member is counted (`sealBudget`). */
   maxUnavailable: number;
 }
 
 export function createBudget(pool: PoolPolicy): PoolBudget {
-  return { pool, total: 0, unavailable: 0, upgrading: 0, maxUnavailable: 0 };
+  return { pool, total: 0, unavailable: 0, upgrading: 0, notReady: 0, maxUnavailable: 0 };
 }
 
 export function countMember(budget: PoolBudget, node: Membership): void {
   budget.total++;
   if (isOutOfService(node)) budget.unavailable++;
   if (isUpgrading(node.state)) budget.upgrading++;
+  if (!node.ready) budget.notReady++;
 }
 
 export function sealBudget(budget: PoolBudget): void {

@@ -5,7 +5,8 @@
  *
  * The order (coordinator/README.md, "Why a node does not start"): stopped (before any check: the
  * node does not run at all) > paused > the node's own exclusions (skip label, two pools, no driver
- * pod) > halted > canary > outside maintenance window > alert > pacing > NotReady > no slot.
+ * pod) > halted > canary > outside maintenance window > alert > pacing > NotReady (a disrupted
+ * pool, then the node itself) > no slot.
  *
  * A check that holds for time says when the hold ends (`wakeAt`, epoch ms): the planner folds it
  * into the plan's next wake time, so a quiet cluster is planned again when a window opens or a
@@ -16,6 +17,8 @@ import { isPaced, type PoolPacing } from './pacing.ts';
 import type { PoolBudget } from './pool-capacity.ts';
 import { isOutOfService, slotShortage } from './pool-capacity.ts';
 import type { CanaryGate } from './canary-gate.ts';
+import { describeNotReady } from './node-not-ready.ts';
+import { describeDisruption } from './pool-disruption.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
 
 export interface StartContext extends StepContext {
@@ -67,6 +70,33 @@ export const isHalted: StartCheck = (node, ctx) =>
 /** The canary of the newest revision holds every node outside it until it is approved or has soaked, and for good once it failed. */
 export const isHeldByCanary: StartCheck = (node, ctx) => ctx.canary.holdFor(node.view.snapshot.name);
 
+/**
+ * A pool with too many nodes NotReady at once (pool-disruption.ts) starts no node, Ready or not:
+ * what took its nodes away may take more, and a node started now would be cordoned into it.
+ */
+export const isPoolDisrupted: StartCheck = (node, ctx) => {
+  if (node.pool.kind !== 'pool') return null;
+  const disruption = ctx.disruptions.get(node.pool.pool.name);
+  if (disruption === undefined) return null;
+  const cached = disruptedHolds.get(disruption);
+  if (cached !== undefined) return cached;
+  const hold = same('pool-not-ready', `not started: ${describeDisruption(disruption)}; starts resume once the pool is healthy again`);
+  disruptedHolds.set(disruption, hold);
+  return hold;
+};
+
+const disruptedHolds = new WeakMap<object, StartHold>();
+
+/**
+ * A NotReady node does not start: its kubelet cannot show what runs on it, nor confirm a pod gone
+ * or a driver loaded, and it would start without taking a slot (it is out of service already).
+ */
+export const isNotReady: StartCheck = (node) => {
+  const snapshot = node.view.snapshot;
+  if (snapshot.ready) return null;
+  return same('node-not-ready', `not started: node NotReady (${describeNotReady(snapshot.notReady ?? null)}); starts once it is Ready again`);
+};
+
 export const hasNoSlot: StartCheck = (node, ctx) => {
   if (node.pool.kind !== 'pool') return null;
   const budget = ctx.budgets.get(node.pool.pool.name);
@@ -92,9 +122,9 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
 
 const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, isOutsideWindow, isPaced, hasNoSlot];
+/** In the documented order of holds (coordinator/README.md): the first wins. */
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, isOutsideWindow, isPaced, isPoolDisrupted, isNotReady, hasNoSlot];
 
-/** The first check's hold, in the checks' order; null when every check lets the node start. */
 export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {
     const hold = check(node, ctx);

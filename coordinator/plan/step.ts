@@ -11,6 +11,7 @@ import type { PoolAssignment } from './assign-pool.ts';
 import type { DriverPodStatus } from './driver-pod-status.ts';
 import { toUnixSeconds, type NodeView } from './node-view.ts';
 import type { PdbSnapshot } from './snapshot.ts';
+import type { PoolDisruption } from './pool-disruption.ts';
 
 export interface StepContext {
   readonly policy: DriverRolloutPolicy;
@@ -23,6 +24,8 @@ export interface StepContext {
   readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
   /** ClusterSnapshot.dependents: drivers that load after this one. */
   readonly dependents: readonly string[];
+  /** Pools with too many nodes NotReady at once (pool-disruption.ts), by name; healthy pools are absent. */
+  readonly disruptions: ReadonlyMap<string, PoolDisruption>;
 }
 
 export interface NodeContext {

@@ -1,7 +1,7 @@
 import type { Logger } from '../../shared/logger.ts';
 import { dependentDrivers } from '../policy/dependent-drivers.ts';
 import { toError } from '../../shared/errors.ts';
-import { buildSnapshot } from '../cluster/build-snapshot.ts';
+import { buildSnapshot, freshest } from '../cluster/build-snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import type { ExecuteHooks } from '../execute/execute-plan.ts';
@@ -140,6 +140,10 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
     podUidsOn: (name) => deps.caches.pods.byIndex(BY_NODE, name).map((p) => p.metadata?.uid ?? ''),
     onNodeWritten: (node) => {
       memory.writtenNodes.written(node);
+    },
+    nodeAsKnown: (name) => freshest(deps.caches.nodes.get('', name), memory.writtenNodes.byName.get(name)),
+    onWriteConflict: () => {
+      deps.metrics.countWriteConflict(policy.driverName);
     },
     onEvictionBlocked: (pod, message, node) => {
       memory.evictions.blocked(pod.uid, { at: deps.now(), message, namespace: pod.namespace, name: pod.name, node });

@@ -545,7 +545,7 @@ function endsDone(name: string): OutcomeCheck {
  * KUBELET_STOPPED_ANNOTATION, or KWOK's node-initialize stage would set it Ready again at its next
  * change (the coordinator's next label write).
  */
-async function setNodeReady(world: RolloutWorld, name: string, ready: boolean): Promise<void> {
+export async function setNodeReady(world: RolloutWorld, name: string, ready: boolean): Promise<void> {
   const now = new Date();
   const condition = ready
     ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }

@@ -1,4 +1,4 @@
-import type { V1Node } from '@kubernetes/client-node';
+import { ApiException, type V1Node } from '@kubernetes/client-node';
 import { DriverRolloutError } from '../../shared/errors.ts';
 import type { NodeMergePatch } from '../../coordinator/plan/node-patch.ts';
 import type { PodRef } from '../../coordinator/plan/snapshot.ts';
@@ -9,7 +9,8 @@ export class InMemoryApiError extends DriverRolloutError {}
 
 /**
  * Nodes, pods, Events and statuses in memory with the API server's rules for these calls:
- * merge-patch semantics (null removes a key), resourceVersion bumped per write, UID
+ * merge-patch semantics (null removes a key), resourceVersion bumped per write, a patch naming
+ * another resourceVersion refused with 409 (as the API server's ApiException), UID
  * preconditions on delete/evict, 404 for unknown nodes. `refuseEviction` stands in for a
  * PodDisruptionBudget; `failNext` makes the next call of a kind fail.
  */
@@ -23,6 +24,8 @@ export class InMemoryClusterWriter implements ClusterWriter {
   /** Pods (ns/name) whose eviction is refused with this message. */
   readonly refuseEviction = new Map<string, string>();
   readonly failNext = new Set<'patchNode' | 'deletePod' | 'evictPod' | 'emitEvent' | 'patchRolloutStatus'>();
+  /** Patches refused with 409 because they named a resourceVersion the node no longer had. */
+  conflicts = 0;
   private version = 0;
 
   addNode(name: string): void {
@@ -38,6 +41,12 @@ export class InMemoryClusterWriter implements ClusterWriter {
     this.failIfAsked('patchNode');
     const node = this.nodes.get(name);
     if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
+    const expected = patch.metadata?.resourceVersion;
+    if (expected !== undefined && expected !== node.metadata?.resourceVersion) {
+      this.conflicts += 1;
+      const message = `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`;
+      throw new ApiException(409, message, JSON.stringify({ kind: 'Status', status: 'Failure', reason: 'Conflict', code: 409, message }), {});
+    }
     const updated = structuredClone(node);
     const metadata = (updated.metadata ??= {});
     const labels = (metadata.labels ??= {});
@@ -53,6 +62,23 @@ export class InMemoryClusterWriter implements ClusterWriter {
     if (patch.spec !== undefined) (updated.spec ??= {}).unschedulable = patch.spec.unschedulable;
     this.nodes.set(name, updated);
     return Promise.resolve(updated);
+  }
+
+  readNode(name: string): Promise<V1Node> {
+    this.calls.push(`readNode ${name}`);
+    const node = this.nodes.get(name);
+    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
+    return Promise.resolve(structuredClone(node));
+  }
+
+  /** Another writer's change to a node (an admin's uncordon, NFD's labels): a new resourceVersion. */
+  changeNode(name: string, change: (node: V1Node) => void): void {
+    const node = this.nodes.get(name);
+    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
+    const updated = structuredClone(node);
+    change(updated);
+    (updated.metadata ??= {}).resourceVersion = this.bump();
+    this.nodes.set(name, updated);
   }
 
   deletePod(pod: PodRef): Promise<void> {

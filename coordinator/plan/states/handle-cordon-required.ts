@@ -1,4 +1,6 @@
+import { cordonHolderOf } from '../../../shared/keys.ts';
 import type { NodeAction } from '../action.ts';
+import { cordonHolders } from '../cordon-holders.ts';
 import { advance, skip, type StateHandler } from '../step.ts';
 
 /**
@@ -11,11 +13,19 @@ import { advance, skip, type StateHandler } from '../step.ts';
  * rides in the write that stores cordon-required (one patch, the label showing cordon-required
  * as upstream's does before the node moves on); wait-for-jobs-required is stored only when its
  * step has something to wait for.
+ *
+ * The cordon is this driver's hold (cordon-holders.ts), written against the node as the API
+ * server has it, with its resourceVersion: a node another driver holds gets this one added (a
+ * view that still shows it cordoned after an outside uncordon costs a conflict and a re-read,
+ * and the node is cordoned again); a node cordoned by none of ours (an admin's cordon) is left
+ * as it is, without a write.
  */
-export const handleCordonRequired: StateHandler = (node) => {
-  if (node.view.unschedulable) return skip('wait-for-jobs-required', 'already cordoned');
+export const handleCordonRequired: StateHandler = (node, ctx) => {
+  const holder = cordonHolderOf(ctx.policy.keys);
+  const holders = cordonHolders(node.view.annotations);
+  if (node.view.unschedulable && (holders.length === 0 || holders.includes(holder))) return skip('wait-for-jobs-required', 'already cordoned');
   const snapshot = node.view.snapshot;
   const name = snapshot.name;
   const check: NodeAction = { kind: 'requireSamePods', node: name, podUids: [...snapshot.driverPods, ...snapshot.pods].map((p) => p.uid) };
-  return advance('wait-for-jobs-required', true, [{ kind: 'cordon', node: name }, check]);
+  return advance('wait-for-jobs-required', true, [{ kind: 'cordon', node: name, holder }, check]);
 };

@@ -8,7 +8,7 @@ const state = (from: 'upgrade-required' | 'cordon-required', to: 'cordon-require
   kind: 'setState', node: 'n1', labelKey: keys.upgradeState, from, to, fromSince: null, upgradeStartedAt: null,
 });
 const event = (message: string): NodeAction => ({ kind: 'emitEvent', node: 'n1', type: 'Normal', reason: 'GPUDriverUpgrade', message });
-const cordon: NodeAction = { kind: 'cordon', node: 'n1' };
+const cordon: NodeAction = { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' };
 const ann: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgradeStartTime, value: '1' };
 const del: NodeAction = { kind: 'deleteDriverPod', node: 'n1', pod: { namespace: 'd', name: 'p', uid: 'u' } };
 const reason: NodeAction = { kind: 'setAnnotation', node: 'n1', key: keys.upgradeReason, value: 'waiting' };
@@ -40,8 +40,8 @@ describe('coalesceNodeActions', () => {
       ],
       [
         'uncordon-required on the way to upgrade-done: upgrade-done is reported, naming uncordon-required',
-        [to('validation-required', 'uncordon-required'), stored('uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done'), stored('upgrade-done')],
-        [[to('validation-required', 'uncordon-required'), { kind: 'uncordon', node: 'n1' }, to('uncordon-required', 'upgrade-done')], passing('upgrade-done', 'validation-required → uncordon-required → upgrade-done')],
+        [to('validation-required', 'uncordon-required'), stored('uncordon-required'), { kind: 'uncordon', node: 'n1', holder: 'nvidia.com/gpu' }, to('uncordon-required', 'upgrade-done'), stored('upgrade-done')],
+        [[to('validation-required', 'uncordon-required'), { kind: 'uncordon', node: 'n1', holder: 'nvidia.com/gpu' }, to('uncordon-required', 'upgrade-done')], passing('upgrade-done', 'validation-required → uncordon-required → upgrade-done')],
       ],
       [
         'a start with its cordon: cordon-required is stored with the cordon and reported',

@@ -27,7 +27,7 @@ describe('driverDeletionBeside: the driver pod deletion sent together with the p
   });
 
   it('waits for a patch that cordons: the cordon is stored before anything leaves the node', () => {
-    expect(besideFirstPatch([{ kind: 'cordon', node: 'n1' }, setState('cordon-required', 'pod-restart-required'), deleteDriver])).toBeUndefined();
+    expect(besideFirstPatch([{ kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }, setState('cordon-required', 'pod-restart-required'), deleteDriver])).toBeUndefined();
   });
 
   it('waits for a patch that raises a count: a restart-only start counts the node before its driver goes down', () => {

@@ -1,11 +1,11 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { executePlan, type ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
+import { CORDON_WRITE_TRIES, executePlan, type ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
 import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
 import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
 import type { PodRef } from '../../../../coordinator/plan/snapshot.ts';
-import { driverKeys } from '../../../../shared/keys.ts';
+import { CORDON_HOLDERS_ANNOTATION, driverKeys } from '../../../../shared/keys.ts';
 
 const keys = driverKeys('gpu');
 const pod = (name: string): PodRef => ({ namespace: 'work', name, uid: `uid-${name}` });
@@ -37,12 +37,14 @@ function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
   const podsOn = new Map<string, string[]>([[nodes[0] ?? '', pods.map((p) => p.uid)]]);
   for (const n of nodes) writer.addNode(n);
   for (const p of pods) writer.addPod(p);
-  const seen = { written: [] as V1Node[], blocked: [] as string[], evicted: [] as string[], deleted: [] as string[], states: [] as string[] };
+  const seen = { written: [] as V1Node[], blocked: [] as string[], evicted: [] as string[], deleted: [] as string[], states: [] as string[], conflicts: [] as string[] };
   const hooks: ExecuteHooks = {
     writer,
     logger: pino({ level: 'silent' }),
     nodeUid: (name) => `uid-${name}`,
     onNodeWritten: (n) => seen.written.push(n),
+    nodeAsKnown: (name) => writer.nodes.get(name),
+    onWriteConflict: (name) => seen.conflicts.push(name),
     onEvictionBlocked: (p, message) => seen.blocked.push(`${p.name}: ${message}`),
     onEvicted: (p) => seen.evicted.push(p.name),
     onPodDeleted: (p) => seen.deleted.push(p.name),
@@ -53,6 +55,73 @@ function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
   return { writer, hooks, seen, podsOn };
 }
 
+describe('executePlan: a cordon change is written against the node as read, with its resourceVersion', () => {
+  const cordon = (holder: string): NodeAction => ({ kind: 'cordon', node: 'n1', holder });
+  const uncordon = (holder: string): NodeAction => ({ kind: 'uncordon', node: 'n1', holder });
+  const holdersOf = (writer: InMemoryClusterWriter): string | undefined => writer.nodes.get('n1')?.metadata?.annotations?.[CORDON_HOLDERS_ANNOTATION];
+
+  it('a node changed since it was known (NFD relabelled it) conflicts, is read afresh, and the change is made against that; the conflict is counted', async () => {
+    const { writer, hooks, seen } = setUp(['n1']);
+    const known = structuredClone(writer.nodes.get('n1'));
+    writer.changeNode('n1', (n) => ((n.metadata ??= {}).labels = { 'feature.node.kubernetes.io/pci-10de.present': 'true' }));
+    const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), cordon('nvidia.com/gpu')] }], { ...hooks, nodeAsKnown: () => known });
+    expect(failures).toEqual([]);
+    expect(writer.calls).toEqual(['patchNode n1', 'readNode n1', 'patchNode n1']);
+    expect(seen.conflicts).toEqual(['n1']);
+    const node = writer.nodes.get('n1');
+    expect(node?.spec?.unschedulable).toBe(true);
+    expect(node?.metadata?.labels).toEqual({ 'feature.node.kubernetes.io/pci-10de.present': 'true', [keys.upgradeState]: 'cordon-required' });
+    expect(holdersOf(writer)).toBe('nvidia.com/gpu');
+  });
+
+  it('a second coordinator whose view still shows the node cordoned by the first, after an outside uncordon, cordons it again', async () => {
+    const { writer, hooks } = setUp(['n1']);
+    writer.changeNode('n1', (n) => {
+      (n.spec ??= {}).unschedulable = true;
+      (n.metadata ??= {}).annotations = { [CORDON_HOLDERS_ANNOTATION]: 'nvidia.com/gpu' };
+    });
+    const stale = structuredClone(writer.nodes.get('n1'));
+    writer.changeNode('n1', (n) => ((n.spec ??= {}).unschedulable = false)); // kubectl uncordon
+    expect(await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/ofed')] }], { ...hooks, nodeAsKnown: () => stale })).toEqual([]);
+    expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
+    expect(holdersOf(writer)).toBe('nvidia.com/gpu,nvidia.com/ofed');
+  });
+
+  it('two holders: the first to finish leaves the node cordoned, the last uncordons', async () => {
+    const { writer, hooks } = setUp(['n1']);
+    await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/gpu')] }], hooks);
+    await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/ofed')] }], hooks);
+    await executePlan([{ node: 'n1', actions: [uncordon('nvidia.com/gpu')] }], hooks);
+    expect([writer.nodes.get('n1')?.spec?.unschedulable, holdersOf(writer)]).toEqual([true, 'nvidia.com/ofed']);
+    await executePlan([{ node: 'n1', actions: [uncordon('nvidia.com/ofed')] }], hooks);
+    expect([writer.nodes.get('n1')?.spec?.unschedulable, holdersOf(writer)]).toEqual([false, undefined]);
+  });
+
+  it('a cordon none of ours set (an admin cordoned the node, no holder) is not taken over, so no holder of ours can undo it', async () => {
+    const { writer, hooks } = setUp(['n1']);
+    writer.changeNode('n1', (n) => ((n.spec ??= {}).unschedulable = true));
+    await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/gpu')] }], hooks);
+    expect([writer.nodes.get('n1')?.spec?.unschedulable, holdersOf(writer)]).toEqual([true, undefined]);
+    writer.changeNode('n1', (n) => ((n.metadata ??= {}).annotations = { [CORDON_HOLDERS_ANNOTATION]: 'nvidia.com/ofed' }));
+    await executePlan([{ node: 'n1', actions: [uncordon('nvidia.com/gpu')] }], hooks);
+    expect([writer.nodes.get('n1')?.spec?.unschedulable, holdersOf(writer)]).toEqual([true, 'nvidia.com/ofed']);
+  });
+
+  it('gives up after CORDON_WRITE_TRIES conflicts in a row: the node\'s list fails and the next pass plans it again', async () => {
+    const { writer, hooks, seen } = setUp(['n1']);
+    const patchNode = writer.patchNode.bind(writer);
+    writer.patchNode = async (name, patch) => {
+      writer.changeNode(name, (n) => ((n.metadata ??= {}).labels = { ...n.metadata.labels, churn: String(writer.calls.length) }));
+      return patchNode(name, patch);
+    };
+    const failures = await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/gpu')] }], hooks);
+    expect(failures.map((f) => f.action)).toEqual(['cordon']);
+    expect(writer.conflicts).toBe(CORDON_WRITE_TRIES);
+    expect(seen.conflicts).toHaveLength(CORDON_WRITE_TRIES);
+    expect(writer.nodes.get('n1')?.spec?.unschedulable).toBeUndefined();
+  });
+});
+
 describe('executePlan', () => {
   it('merges consecutive node-object actions into one patch and keeps order around other actions', async () => {
     const { writer, hooks, seen } = setUp(['n1'], [pod('p1')]);
@@ -60,7 +129,7 @@ describe('executePlan', () => {
       node: 'n1',
       actions: [
         { kind: 'setAnnotation', node: 'n1', key: keys.initialStateUnschedulable, value: 'false' },
-        { kind: 'cordon', node: 'n1' },
+        { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' },
         setState('n1', 'cordon-required', 'wait-for-jobs-required'),
         event('n1', 'wait-for-jobs-required'),
         { kind: 'deletePod', node: 'n1', pod: pod('p1') },
@@ -72,7 +141,7 @@ describe('executePlan', () => {
     const node = writer.nodes.get('n1');
     expect(node?.spec?.unschedulable).toBe(true);
     expect(node?.metadata?.labels?.[keys.upgradeState]).toBe('wait-for-jobs-required');
-    expect(node?.metadata?.annotations).toEqual({});
+    expect(node?.metadata?.annotations).toEqual({ [CORDON_HOLDERS_ANNOTATION]: 'nvidia.com/gpu' });
     expect(writer.pods.size).toBe(0);
     expect(seen.deleted).toEqual(['p1']);
     expect(seen.written.map((n) => n.metadata?.resourceVersion)).toEqual(['2', '3']);
@@ -124,7 +193,7 @@ describe('executePlan', () => {
   it('does not let a failed Event stop the upgrade', async () => {
     const { writer, hooks } = setUp(['n1']);
     writer.failNext.add('emitEvent');
-    const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-done', 'upgrade-required'), event('n1', 'upgrade-required'), { kind: 'cordon', node: 'n1' }] }], hooks);
+    const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-done', 'upgrade-required'), event('n1', 'upgrade-required'), { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }] }], hooks);
     expect(failures).toEqual([]);
     expect(writer.nodes.get('n1')?.spec?.unschedulable).toBe(true);
   });
@@ -186,7 +255,7 @@ describe('executePlan', () => {
   it('keeps a start’s cordon ahead of the driver pod’s deletion', async () => {
     const driver: PodRef = { namespace: 'gpu-operator', name: 'driver-n1', uid: 'uid-driver-n1' };
     const { writer, hooks } = setUp(['n1'], [driver]);
-    await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1' }, setState('n1', 'cordon-required', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver }] }], hooks);
+    await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }, setState('n1', 'cordon-required', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver }] }], hooks);
     expect(writer.calls).toEqual(['patchNode n1', 'deletePod gpu-operator/driver-n1']);
   });
 
@@ -195,7 +264,7 @@ describe('executePlan', () => {
     const start = (podUids: readonly string[]): NodePlan => ({
       node: 'n1',
       actions: [
-        setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1' }, event('n1', 'cordon-required'),
+        setState('n1', 'upgrade-required', 'cordon-required'), { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }, event('n1', 'cordon-required'),
         { kind: 'requireSamePods', node: 'n1', podUids },
         setState('n1', 'cordon-required', 'pod-restart-required'), event('n1', 'pod-restart-required'), { kind: 'deleteDriverPod', node: 'n1', pod: driver },
       ],
@@ -237,8 +306,8 @@ describe('executePlan', () => {
     writer.deletePod = () => new Promise(() => undefined);
     const failures = await executePlan(
       [
-        { node: 'n1', actions: [{ kind: 'deletePod', node: 'n1', pod: pod('p1') }, { kind: 'cordon', node: 'n1' }] },
-        { node: 'n2', actions: [{ kind: 'cordon', node: 'n2' }] },
+        { node: 'n1', actions: [{ kind: 'deletePod', node: 'n1', pod: pod('p1') }, { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }] },
+        { node: 'n2', actions: [{ kind: 'cordon', node: 'n2', holder: 'nvidia.com/gpu' }] },
       ],
       { ...hooks, requestTimeoutMs: 50 },
     );
@@ -251,7 +320,7 @@ describe('executePlan', () => {
     const { writer, hooks } = setUp(['n1', 'n2']);
     const lost = new AbortController();
     lost.abort();
-    const failures = await executePlan([{ node: 'n1', actions: [{ kind: 'cordon', node: 'n1' }] }, { node: 'n2', actions: [{ kind: 'cordon', node: 'n2' }] }], { ...hooks, signal: lost.signal });
+    const failures = await executePlan([{ node: 'n1', actions: [{ kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }] }, { node: 'n2', actions: [{ kind: 'cordon', node: 'n2', holder: 'nvidia.com/gpu' }] }], { ...hooks, signal: lost.signal });
     expect(failures).toEqual([]);
     expect(writer.calls).toEqual([]);
   });
@@ -267,7 +336,7 @@ describe('executePlan', () => {
     };
     const failures = await executePlan(
       // The cordon merges into the state's patch (one write); the pod deletion after it is a change of its own.
-      [{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), event('n1', 'cordon-required'), { kind: 'cordon', node: 'n1' }, { kind: 'deletePod', node: 'n1', pod: pod('p1') }, event('n1', 'x')] }],
+      [{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), event('n1', 'cordon-required'), { kind: 'cordon', node: 'n1', holder: 'nvidia.com/gpu' }, { kind: 'deletePod', node: 'n1', pod: pod('p1') }, event('n1', 'x')] }],
       { ...hooks, signal: lost.signal },
     );
     expect(failures).toEqual([]);

@@ -18,7 +18,7 @@ const event = (node: string, state: string): NodeAction => ({
 /** A start as the planner makes it: cordon-required stored with the cordon, in one patch. */
 const aStart = (node: string): NodePlan => ({
   node,
-  actions: [setState(node, 'upgrade-required', 'cordon-required'), event(node, 'cordon-required'), { kind: 'cordon', node }],
+  actions: [setState(node, 'upgrade-required', 'cordon-required'), event(node, 'cordon-required'), { kind: 'cordon', node, holder: 'nvidia.com/gpu' }],
 });
 /** A restart-only start: pod-restart-required stored (counted), then the driver pod deleted and a reason written. */
 const aRestartOnlyStart = (node: string): NodePlan => ({
@@ -62,6 +62,8 @@ function hooksOf(writer: InMemoryClusterWriter): ExecuteHooks {
     logger: pino({ level: 'silent' }),
     nodeUid: (name) => `uid-${name}`,
     onNodeWritten: () => undefined,
+    nodeAsKnown: (name) => writer.nodes.get(name),
+    onWriteConflict: () => undefined,
     onEvictionBlocked: () => undefined,
     podUidsOn: () => [],
     onEvicted: () => undefined,
@@ -117,7 +119,7 @@ describe('NodePlansInFlight', () => {
   it('plans that raise no count resolve at once, and never hold a start up behind them (a lane each)', async () => {
     const api = aHeldWriter(['n1', 'n2', 'n3']);
     const inFlight = new NodePlansInFlight(1);
-    const uncordon = (node: string): NodePlan => ({ node, actions: [setState(node, 'pod-restart-required', 'upgrade-done'), { kind: 'uncordon', node }] });
+    const uncordon = (node: string): NodePlan => ({ node, actions: [setState(node, 'pod-restart-required', 'upgrade-done'), { kind: 'uncordon', node, holder: 'nvidia.com/gpu' }] });
     let early = 0;
     for (const n of ['n1', 'n2']) void inFlight.start(uncordon(n), hooksOf(api.writer), () => undefined).then(() => { early += 1; });
     let counted = false;
@@ -207,12 +209,12 @@ describe('NodePlansInFlight', () => {
     expect(movesUpgrade(plan(setState('n1', 'upgrade-failed', 'upgrade-required')))).toBe(false);
     expect(movesUpgrade(plan(setState('n1', 'uncordon-required', 'upgrade-done')))).toBe(true);
     expect(movesUpgrade(plan(setState('n1', 'pod-restart-required', 'uncordon-required')))).toBe(true);
-    expect(movesUpgrade(plan({ kind: 'uncordon', node: 'n1' }))).toBe(true);
+    expect(movesUpgrade(plan({ kind: 'uncordon', node: 'n1', holder: 'nvidia.com/gpu' }))).toBe(true);
     expect(movesUpgrade(plan({ kind: 'clearSafeLoad', node: 'n1', key: keys.waitForSafeLoad }))).toBe(true);
   });
 
   describe('a start handed the slot of a node leaving its upgrade (NodePlan.after)', () => {
-    const done = (node: string): NodePlan => ({ node, actions: [setState(node, 'pod-restart-required', 'upgrade-done'), event(node, 'upgrade-done'), { kind: 'uncordon', node }] });
+    const done = (node: string): NodePlan => ({ node, actions: [setState(node, 'pod-restart-required', 'upgrade-done'), event(node, 'upgrade-done'), { kind: 'uncordon', node, holder: 'nvidia.com/gpu' }] });
     const handedOn = (node: string, after: string): NodePlan => ({ ...aStart(node), after });
 
     it('is counted and busy at once, and sends its cordon once the freeing plan is stored, before that plan’s Event', async () => {
@@ -268,7 +270,7 @@ describe('NodePlansInFlight', () => {
       const inFlight = new NodePlansInFlight(4);
       const leading = new AbortController();
       const settled: string[] = [];
-      const twoPatches: NodePlan = { node: 'c', actions: [setState('c', 'pod-restart-required', 'uncordon-required'), { kind: 'requireSamePods', node: 'c', podUids: [] }, { kind: 'uncordon', node: 'c' }] };
+      const twoPatches: NodePlan = { node: 'c', actions: [setState('c', 'pod-restart-required', 'uncordon-required'), { kind: 'requireSamePods', node: 'c', podUids: [] }, { kind: 'uncordon', node: 'c', holder: 'nvidia.com/gpu' }] };
       inFlight.startPlans([twoPatches, handedOn('d', 'c')], { ...hooksOf(api.writer), signal: leading.signal }, (plan) => { settled.push(plan.node); });
       await tick();
       leading.abort();

@@ -4,7 +4,7 @@
  * revision. Times are ms since epoch; NOW is a fixed instant.
  */
 import type { UpgradeState } from '../../../../shared/keys.ts';
-import { driverKeys } from '../../../../shared/keys.ts';
+import { CORDON_HOLDERS_ANNOTATION, driverKeys } from '../../../../shared/keys.ts';
 import {
   parseDriverRolloutSpec,
   type DriverRolloutPolicy,
@@ -149,6 +149,10 @@ export class NodeBuilder {
   cordoned(): this {
     this.node.unschedulable = true;
     return this;
+  }
+  /** Cordoned, the cordon held by these drivers (`<keyDomain>/<driverName>`, CORDON_HOLDERS_ANNOTATION). */
+  heldBy(...holders: string[]): this {
+    return this.cordoned().annotated({ [CORDON_HOLDERS_ANNOTATION]: holders.join(',') });
   }
   /** Cordoned by an admin before the upgrade began (as the start of a cycle records it). */
   cordonedByAdmin(): this {

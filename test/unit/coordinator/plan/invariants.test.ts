@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { driverKeys, UPGRADE_STATES, type UpgradeState } from '../../../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import type { Plan } from '../../../../coordinator/plan/action.ts';
+import { isDisrupted } from '../../../../coordinator/plan/pool-disruption.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import type { ClusterSnapshot } from '../../../../coordinator/plan/snapshot.ts';
 import { adminCordoned, allowedUnavailable, heldByOtherDrivers, limitViolations, readRollout, uncordonViolations, type ObservedRollout } from '../../../observer/rollout-promises.ts';
@@ -231,6 +232,13 @@ describe('planner invariants over random clusters and policies', () => {
           const started = new Set(plan.nodePlans.filter((p) => p.actions.some((a) => a.kind === 'setState' && a.to === 'cordon-required')).map((p) => p.node));
           const limit = allowedUnavailable(readRollout(written).defaultPool.maxUnavailable, nodes.length);
           const down = snapshot.nodes.filter((n) => n.unschedulable || !n.ready);
+          const notReady = snapshot.nodes.filter((n) => !n.ready);
+          // A NotReady node never starts; a pool with too many of them starts none.
+          expect(notReady.filter((n) => started.has(n.name))).toEqual([]);
+          if (isDisrupted(notReady.length, nodes.length)) {
+            expect(started.size).toBe(0);
+            return;
+          }
           const downStarted = down.filter((n) => started.has(n.name)).length;
           const upStarted = started.size - downStarted;
           // Nodes already out of service start first only if they come first in the order; what
@@ -240,7 +248,7 @@ describe('planner invariants over random clusters and policies', () => {
           // And no slot is left unused while a node waits for one.
           const parallelLeft = maxParallelUpgrades === 0 ? Infinity : maxParallelUpgrades - started.size;
           const unavailableLeft = limit - down.length - upStarted;
-          const waitingDown = down.length - downStarted;
+          const waitingDown = down.length - notReady.length - downStarted;
           const waitingUp = nodes.length - down.length - upStarted;
           if (parallelLeft > 0) {
             expect(waitingDown).toBe(0);

@@ -93,6 +93,10 @@ async function rollOut(nodeCount: number, unavailable: string, podWatchMs = WATC
     }, WATCH_MS);
     return stored;
   },
+  readNode: async (name: string): Promise<V1Node> => {
+    await later(ROUND_TRIP_MS);
+    return store.readNode(name);
+  },
   deletePod: async (pod: PodRef): Promise<void> => {
     deletions += 1;
     await later(ROUND_TRIP_MS);
