@@ -168,6 +168,8 @@ export const REASON_CODES = [
   'paused',
   'stopped',
   'halted',
+  'alert-firing',
+  'alert-gate-unreachable',
   'skipped',
   'pool-conflict',
   'no-slot',
@@ -267,6 +269,14 @@ export interface RolloutStatus {
    * would leave them without the driver. `kernel` is the newest failing one the agent named.
    */
   readonly nextKernelFailing: readonly { readonly node: string; readonly kernel: string }[];
+  /** spec.alertGate's verdict this pass; absent without a gate. */
+  readonly alertGate?: AlertGateStatus;
+}
+
+/** Whether the alert gate lets nodes start: `open`, `firing` (a matching alert fires) or `unreachable` (Prometheus cannot be asked: fails closed). */
+export interface AlertGateStatus {
+  readonly state: 'open' | 'firing' | 'unreachable';
+  readonly message: string;
 }
 
 export const MAX_WAITING_IN_STATUS = 50;

@@ -14,7 +14,7 @@
  *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
  *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
  *
- * Gates (autoUpgrade false, skip label, halt, pool conflict, slots) apply only to starting: a
+ * Gates (autoUpgrade false, skip label, halt, alert gate, pool conflict, slots) apply only to starting: a
  * node that has started always runs to upgrade-done or upgrade-failed, because every later step
  * only gives capacity back, and stopping midway would leave the node cordoned and drained for
  * nothing. (Upstream stops the whole state machine on autoUpgrade false.)
@@ -37,7 +37,8 @@ import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-releas
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
-import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
+import { alertGateHold } from './alert-gate.ts';
+import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
 import { handlePodDeletion } from './states/handle-pod-deletion.ts';
@@ -124,6 +125,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     failedNodes,
     halted: policy.maxFailedNodes !== null && failedNodes >= policy.maxFailedNodes,
     budgets,
+    alertGate: alertGateHold(policy.alertGate, snapshot.alertGate),
   };
   startCandidates(candidates, startCtx, releases);
 
@@ -138,7 +140,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
     tallyRecord(tally, record);
   }
-  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally }) };
+  return { nodePlans, reasons, nextWakeAt, status: buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, alertGate: startCtx.alertGate, tally }) };
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
@@ -205,14 +207,16 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;
-    const reason = firstReason(START_CHECKS, node, ctx);
+    const hold = firstHold(START_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
-    if (reason !== null) {
+    if (hold !== null) {
       // The slot check comes last: no slot is the only reason left, and a release may end it.
-      const from = reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
+      const from = hold.reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
       if (from === null) {
-        record.reason = reason;
+        record.reason = hold.reason;
+        // A hold that lifts with time (a window, a delay) wakes the loop then: folded into nextWakeAt.
+        record.wakeAt = hold.wakeAt;
         continue;
       }
       record.after = from;

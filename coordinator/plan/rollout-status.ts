@@ -3,14 +3,15 @@
  */
 import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type UpgradeState } from '../../shared/keys.ts';
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
-import { MAX_WAITING_IN_STATUS, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
+import { MAX_WAITING_IN_STATUS, type AlertGateStatus, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
 import { isKnownByName } from './nodes-by-name.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
+import type { StartHold } from './start-checks.ts';
 
 /** Reasons that hold many nodes at once and say little about any one of them: listed last. */
-const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped']);
+const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped', 'alert-firing', 'alert-gate-unreachable']);
 
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
@@ -19,12 +20,14 @@ export interface StatusInput {
   readonly records: readonly NodeRecord[];
   readonly budgets: ReadonlyMap<string, PoolBudget>;
   readonly halted: boolean;
+  /** The alert gate's hold this pass (alert-gate.ts); null: open, or no gate. */
+  readonly alertGate: StartHold | null;
   /** Every record counted (tallyRecord) once the pass has decided for it. */
   readonly tally: StatusTally;
 }
 
 export function buildRolloutStatus(input: StatusInput): RolloutStatus {
-  const { snapshot, policy, records, budgets, halted, tally } = input;
+  const { snapshot, policy, records, budgets, halted, alertGate, tally } = input;
   const { states, perPool, inProgress } = tally;
   const pools: PoolStatus[] = [...budgets.values()]
     .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
@@ -49,7 +52,7 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const paused = !policy.autoUpgrade;
   const stopped = policy.stop;
   const available = paused || halted || stopped ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
-  return {
+  const status: RolloutStatus = {
     observedGeneration: snapshot.rollout.generation,
     driverName: policy.driverName,
     progress: `${done}/${total}`,
@@ -83,6 +86,13 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
     waiting: firstWaiting(records, isKnownByName(snapshot.nodes) || isSortedByName(records)),
     nextKernelFailing: tally.nextKernelFailing.sort((a, b) => (a.node < b.node ? -1 : 1)).slice(0, MAX_WAITING_IN_STATUS),
   };
+  return policy.alertGate === null ? status : { ...status, alertGate: alertGateStatus(policy.alertGate.url, alertGate) };
+}
+
+/** status.alertGate: open, or why it holds new starts (the hold's stable message, never the token). */
+function alertGateStatus(url: string, hold: StartHold | null): AlertGateStatus {
+  if (hold === null) return { state: 'open', message: `no matching alert firing at ${url}` };
+  return { state: hold.reason.code === 'alert-firing' ? 'firing' : 'unreachable', message: hold.reason.message };
 }
 
 export interface PoolCounts {

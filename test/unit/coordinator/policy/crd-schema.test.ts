@@ -66,6 +66,14 @@ const CEL: Record<string, (self: Json) => boolean> = {
   "type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')": (self) =>
     typeof self === 'number' ? self >= 0 : /^(100|[1-9]?[0-9])%$/.test(String(self)),
   "self != 'default'": (self) => self !== 'default',
+  'has(self.secretKeyRef) != has(self.configMapKeyRef)': (self) => {
+    const ca = self as { secretKeyRef?: object; configMapKeyRef?: object };
+    return (ca.secretKeyRef !== undefined) !== (ca.configMapKeyRef !== undefined);
+  },
+  "!has(self.tls) || self.url.startsWith('https://')": (self) => {
+    const gate = self as { tls?: object; url: string };
+    return gate.tls === undefined || gate.url.startsWith('https://');
+  },
 };
 
 function typeOk(schema: Schema, value: Json): boolean {
