@@ -43,6 +43,8 @@ export interface RolloutView {
   readonly halted: boolean;
   /** The spec's problem when the coordinator refused it (InvalidSpec condition), else null. */
   readonly invalidSpec: string | null;
+  /** The alert gate's verdict (status.alertGate); null without a gate or before the coordinator wrote one. */
+  readonly alertGate: { readonly state: string; readonly message: string } | null;
   readonly nodes: readonly NodeView[];
 }
 
@@ -62,6 +64,7 @@ export interface RolloutObject {
     readonly nodes?: { readonly total?: number; readonly done?: number; readonly failed?: number; readonly inProgress?: number };
     readonly waiting?: readonly { readonly node?: string; readonly state?: string; readonly reason?: string }[];
     readonly conditions?: readonly { readonly type?: string; readonly status?: string; readonly message?: string }[];
+    readonly alertGate?: { readonly state?: string; readonly message?: string } | null;
   };
 }
 
@@ -157,10 +160,9 @@ function nextKernelFailed(keys: DriverKeys, labels: Readonly<Record<string, stri
 }
 
 /** The counts of the rollout's status; from the nodes when the coordinator wrote none yet. */
-function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<RolloutView, 'total' | 'done' | 'failed' | 'inProgress' | 'paused' | 'halted' | 'invalidSpec'> {
+function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<RolloutView, 'total' | 'done' | 'failed' | 'inProgress' | 'paused' | 'halted' | 'invalidSpec' | 'alertGate'> {
   const status = rollout.status;
   const counted = status?.nodes;
-  const invalid = status?.conditions?.find((c) => c.type === 'InvalidSpec' && c.status === 'True');
   return {
     total: counted?.total ?? nodes.length,
     done: counted?.done ?? nodes.filter((n) => n.state === 'upgrade-done').length,
@@ -168,8 +170,18 @@ function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<Rollo
     inProgress: counted?.inProgress ?? 0,
     paused: status?.paused ?? rollout.spec?.upgradePolicy?.autoUpgrade === false,
     halted: status?.halted ?? false,
-    invalidSpec: invalid === undefined ? null : (invalid.message ?? 'invalid spec'),
+    invalidSpec: invalidSpecOf(status?.conditions),
+    alertGate: alertGateOf(status?.alertGate),
   };
+}
+
+function invalidSpecOf(conditions: NonNullable<RolloutObject['status']>['conditions']): string | null {
+  const invalid = conditions?.find((c) => c.type === 'InvalidSpec' && c.status === 'True');
+  return invalid === undefined ? null : (invalid.message ?? 'invalid spec');
+}
+
+function alertGateOf(gate: { readonly state?: string; readonly message?: string } | null | undefined): RolloutView['alertGate'] {
+  return gate?.state === undefined ? null : { state: gate.state, message: gate.message ?? '' };
 }
 
 interface CompiledPool {

@@ -8,7 +8,11 @@ export interface StoredCondition extends RolloutCondition {
 }
 
 /** `.status` as stored: the planner's status with stored conditions. */
-export type StoredRolloutStatus = Omit<RolloutStatus, 'conditions'> & { readonly conditions: readonly StoredCondition[] };
+export type StoredRolloutStatus = Omit<RolloutStatus, 'conditions' | 'alertGate'> & {
+  readonly conditions: readonly StoredCondition[];
+  /** null removes a verdict stored before the gate was taken out of the spec (the status is a merge patch). */
+  readonly alertGate?: RolloutStatus['alertGate'] | null;
+};
 
 /** A DriverRollout as read from the API server; `spec` and `status` are untrusted until parsed. */
 export interface DriverRolloutObject {

@@ -7,7 +7,10 @@ import type { StoredCondition, StoredRolloutStatus } from './driver-rollout-obje
  * semantics), taken from the status stored before.
  */
 export function toStoredStatus(previous: unknown, next: RolloutStatus, generation: number, nowIso: string): StoredRolloutStatus {
-  return { ...next, observedGeneration: generation, conditions: stampConditions(previous, next.conditions, generation, nowIso) };
+  const stored = { ...next, observedGeneration: generation, conditions: stampConditions(previous, next.conditions, generation, nowIso) };
+  // A gate taken out of the spec: its stored verdict is removed (null in the merge patch), once.
+  const stale = next.alertGate === undefined && typeof previous === 'object' && previous !== null && (previous as { alertGate?: unknown }).alertGate != null;
+  return stale ? { ...stored, alertGate: null } : stored;
 }
 
 export function stampConditions(previous: unknown, conditions: readonly RolloutCondition[], generation: number, nowIso: string): StoredCondition[] {

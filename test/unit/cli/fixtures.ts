@@ -18,6 +18,7 @@ export function aRolloutView(nodes: readonly NodeView[], over: Partial<RolloutVi
     paused: false,
     halted: false,
     invalidSpec: null,
+    alertGate: null,
     nodes,
     ...over,
   };

@@ -82,4 +82,12 @@ describe('buildRolloutViews', () => {
     const [view] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-done' })], []), rollouts: [fresh] }, NOW);
     expect(view).toMatchObject({ total: 1, done: 1, failed: 0, paused: true, invalidSpec: 'spec.upgradePolicy.maxUnavailable: must be 0..100%' });
   });
+
+  it('carries the alert gate\'s verdict from the status; none without one', () => {
+    const gated: RolloutObject = { ...rollout, status: { ...rollout.status, alertGate: { state: 'firing', message: 'alert firing: NodeDown (alertGate holds new starts)' } } };
+    const [view] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-required' })], []), rollouts: [gated] }, NOW);
+    expect(view?.alertGate).toEqual({ state: 'firing', message: 'alert firing: NodeDown (alertGate holds new starts)' });
+    const [plain] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-required' })], []), rollouts: [rollout] }, NOW);
+    expect(plain?.alertGate).toBeNull();
+  });
 });
