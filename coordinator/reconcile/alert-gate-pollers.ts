@@ -4,10 +4,11 @@
  * reading that changes the gate's result (another set of firing alert names, another problem,
  * answered ↔ unanswered) wakes the loop (`onChange`); the same result again wakes nothing.
  *
- * Memory only, for one term: a new leader asks afresh and, until its first answer, the gate
- * holds (no reading: plan/alert-gate.ts fails closed). A gate whose connection settings change
- * (url, interval, timeout, TLS, token reference) is asked afresh; its patterns are the
- * planner's and change nothing here.
+ * Memory only: a new leader asks afresh and, until its first answer, the gate holds (no
+ * reading: plan/alert-gate.ts fails closed). A replica that leads again within an interval of its
+ * last poll starts from that poll's reading (a lease blip does not flap every held node's reason)
+ * and asks at once. A gate whose connection settings change (url, interval, timeout, TLS, token
+ * reference) is asked afresh; its patterns are the planner's and change nothing here.
  */
 import { abortableSleep, isAborted } from '../../shared/abortable-sleep.ts';
 import { toError } from '../../shared/errors.ts';
@@ -24,18 +25,24 @@ interface Poll {
   readonly settings: string;
   readonly stop: AbortController;
   reading: AlertGateReading | null;
+  /** When `reading` was taken (ms since epoch). */
+  readAt: number;
 }
 
 export class AlertGatePollers {
   private readonly polls = new Map<string, Poll>();
+  /** The polls of the last term, stopped: a reading young enough seeds the next term's poll. */
+  private readonly stopped = new Map<string, Poll>();
   private readonly ask: AskAlertGate;
   private readonly onChange: () => void;
   private readonly logger: Logger;
+  private readonly now: () => number;
 
-  constructor(deps: { readonly ask: AskAlertGate; readonly onChange: () => void; readonly logger: Logger }) {
+  constructor(deps: { readonly ask: AskAlertGate; readonly onChange: () => void; readonly logger: Logger; readonly now: () => number }) {
     this.ask = deps.ask;
     this.onChange = deps.onChange;
     this.logger = deps.logger;
+    this.now = deps.now;
   }
 
   /** Polls exactly these gates from now on (until `term` aborts): starts new ones, restarts changed ones, stops the rest. */
@@ -47,7 +54,9 @@ export class AlertGatePollers {
       const running = this.polls.get(source.key);
       if (running?.settings === settings) continue;
       running?.stop.abort();
-      const poll: Poll = { settings, stop: new AbortController(), reading: null };
+      const earlier = this.stopped.get(source.key);
+      const fresh = earlier?.settings === settings && this.now() - earlier.readAt < source.gate.intervalSeconds * 1000;
+      const poll: Poll = { settings, stop: new AbortController(), reading: fresh ? earlier.reading : null, readAt: fresh ? earlier.readAt : 0 };
       this.polls.set(source.key, poll);
       void this.run(source, poll, AbortSignal.any([term, poll.stop.signal]));
     }
@@ -63,9 +72,13 @@ export class AlertGatePollers {
     return this.polls.get(key)?.reading ?? null;
   }
 
-  /** Stops every poll and forgets every reading (the end of a term). */
+  /** Stops every poll (the end of a term); their readings are no longer given, and seed the next term's polls only while younger than an interval. */
   clear(): void {
-    for (const poll of this.polls.values()) poll.stop.abort();
+    this.stopped.clear();
+    for (const [key, poll] of this.polls) {
+      poll.stop.abort();
+      this.stopped.set(key, poll);
+    }
     this.polls.clear();
   }
 
@@ -81,6 +94,7 @@ export class AlertGatePollers {
       if (isAborted(signal)) return;
       const changed = poll.reading === null || resultOf(poll.reading) !== resultOf(reading);
       poll.reading = reading;
+      poll.readAt = this.now();
       if (changed) {
         if (reading.kind === 'unanswered') this.logger.warn({ rollout: source.key, url: source.gate.url, problem: reading.problem }, 'alert gate: Prometheus cannot be asked; new starts held');
         else this.logger.info({ rollout: source.key, url: source.gate.url, firing: namesOf(reading) }, 'alert gate: firing alerts changed');

@@ -67,6 +67,6 @@ export function createReconcilerMemory(options: ReconcilerMemoryOptions): Reconc
     inFlight: new NodePlansInFlight(options.concurrency),
     eventsBeside: new Set(),
     wake,
-    alertGates: ask === undefined ? null : new AlertGatePollers({ ask, logger: options.logger, onChange: () => { wake.trigger(); } }),
+    alertGates: ask === undefined ? null : new AlertGatePollers({ ask, logger: options.logger, now: options.now, onChange: () => { wake.trigger(); } }),
   };
 }

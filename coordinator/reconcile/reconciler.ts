@@ -88,7 +88,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         while (memory.eventsBeside.size > 0) await Promise.all(memory.eventsBeside);
         wake.dispose();
         writtenNodes.clear();
-        // A new term asks afresh: until its first answer, a gate holds.
+        // A new term asks afresh (from a reading younger than an interval, else holding until its first answer).
         memory.alertGates?.clear();
       }
     },

@@ -36,6 +36,7 @@ beforeEach(() => {
     },
     onChange: () => { changes += 1; },
     logger: createLogger('test', 'silent'),
+    now: Date.now,
   });
 });
 
@@ -93,10 +94,27 @@ describe('AlertGatePollers', () => {
   });
 
   it('an ask that rejects (a bug) holds starts with its message and polling goes on', async () => {
-    const broken = new AlertGatePollers({ ask: () => Promise.reject(new Error('boom')), onChange: () => undefined, logger: createLogger('test', 'silent') });
+    const broken = new AlertGatePollers({ ask: () => Promise.reject(new Error('boom')), onChange: () => undefined, logger: createLogger('test', 'silent'), now: Date.now });
     broken.sync([{ key: 'ns/gpu', namespace: 'ns', gate: aGate() }], term.signal);
     await vi.advanceTimersByTimeAsync(0);
     expect(broken.reading('ns/gpu')).toEqual({ kind: 'unanswered', problem: 'boom' });
     broken.clear();
+  });
+
+  it('a new term starts from the last term\'s reading while it is younger than an interval, and asks at once; an older one is not given', async () => {
+    readings = [firing('NodeDown')];
+    pollers.sync([{ key: 'ns/gpu', namespace: 'ns', gate: aGate() }], term.signal);
+    await vi.advanceTimersByTimeAsync(0);
+    pollers.clear();
+    expect(pollers.reading('ns/gpu')).toBeNull();
+    await vi.advanceTimersByTimeAsync(10_000);
+    pollers.sync([{ key: 'ns/gpu', namespace: 'ns', gate: aGate() }], term.signal);
+    expect(pollers.reading('ns/gpu')).toEqual(firing('NodeDown'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(asked).toHaveLength(2);
+    pollers.clear();
+    await vi.advanceTimersByTimeAsync(30_000);
+    pollers.sync([{ key: 'ns/gpu', namespace: 'ns', gate: aGate() }], term.signal);
+    expect(pollers.reading('ns/gpu')).toBeNull();
   });
 });
