@@ -73,7 +73,8 @@ describe('the Helm chart', () => {
   it('passes drivers[].alertGate to its DriverRollout and lets the coordinator get exactly the Secrets and ConfigMaps alert gates name, by name', async () => {
     const none = await helmTemplate('driver-rollout', 'ops');
     expect(none.filter((d) => d.metadata?.name?.endsWith('-alert-gate') === true)).toEqual([]);
-    const gate = 'drivers[0].alertGate.url=https://prometheus.monitoring:9090,drivers[0].alertGate.bearerTokenSecretRef.name=prom-token,drivers[0].alertGate.bearerTokenSecretRef.key=token,'
+    // --set on drivers[0] replaces the list: the entry is given whole.
+    const gate = 'drivers[0].name=gpu,drivers[0].enabled=true,drivers[0].preset=nvidia,drivers[0].alertGate.url=https://prometheus.monitoring:9090,drivers[0].alertGate.bearerTokenSecretRef.name=prom-token,drivers[0].alertGate.bearerTokenSecretRef.key=token,'
       + 'drivers[0].alertGate.tls.ca.configMapKeyRef.name=prom-ca,drivers[0].alertGate.tls.ca.configMapKeyRef.key=ca.crt,'
       + 'coordinator.alertGateSecrets[0].namespace=team-a,coordinator.alertGateSecrets[0].name=their-token';
     const objects = await helmTemplate('driver-rollout', 'ops', '--set', gate);
