@@ -39,7 +39,8 @@ export function renderStatus(views: readonly RolloutView[], width: number): stri
 }
 
 function renderHeadline(v: RolloutView, width: number): string[] {
-  const flags = [v.paused ? 'PAUSED' : '', v.halted ? 'HALTED' : '', v.failed > 0 ? `${v.failed} failed` : '', v.inProgress > 0 ? `${v.inProgress} in progress` : '']
+  const gateClosed = v.alertGate !== null && v.alertGate.state !== 'open';
+  const flags = [v.paused ? 'PAUSED' : '', v.halted ? 'HALTED' : '', gateClosed ? 'ALERT GATE CLOSED' : '', v.failed > 0 ? `${v.failed} failed` : '', v.inProgress > 0 ? `${v.inProgress} in progress` : '']
     .filter((f) => f !== '');
   const title = truncate(`${v.namespace}/${v.name} · driver ${v.driver}${flags.length > 0 ? ` · ${flags.join(' · ')}` : ''}`, width);
   const count = `${v.done}/${v.total} done`;
@@ -48,6 +49,8 @@ function renderHeadline(v: RolloutView, width: number): string[] {
   if (barWidth >= BAR_MIN) lines.push(`[${bar(v.done, v.total, barWidth)}] ${count}`);
   else lines.push(truncate(count, width));
   if (v.invalidSpec !== null) lines.push(...wrap(`invalid spec: ${v.invalidSpec}`, width));
+  // The gate holds new starts only: said once here, and as the reason of every node it holds.
+  if (v.alertGate !== null && gateClosed) lines.push(...wrap(`alert gate ${v.alertGate.state}: ${v.alertGate.message}`, width));
   if (v.canary !== null) lines.push(...wrap(canaryLine(v.canary), width));
   if (v.maintenanceWindow !== null) lines.push(...wrap(maintenanceWindowLine(v.maintenanceWindow), width));
   return lines;

@@ -47,6 +47,8 @@ export interface RolloutView {
   readonly maintenanceWindow: { readonly open: boolean; readonly closesAt: string; readonly nextOpening: string; readonly nextWindow: string } | null;
   /** The canary of the newest revision as the status has it; null when none holds one. */
   readonly canary: CanaryView | null;
+  /** The alert gate's verdict (status.alertGate); null without a gate or before the coordinator wrote one. */
+  readonly alertGate: { readonly state: string; readonly message: string } | null;
   readonly nodes: readonly NodeView[];
 }
 
@@ -85,6 +87,7 @@ export interface RolloutObject {
       readonly soakUntil?: string | null;
       readonly failure?: string | null;
     } | null;
+    readonly alertGate?: { readonly state?: string; readonly message?: string } | null;
   };
 }
 
@@ -180,10 +183,9 @@ function nextKernelFailed(keys: DriverKeys, labels: Readonly<Record<string, stri
 }
 
 /** The counts of the rollout's status; from the nodes when the coordinator wrote none yet. */
-function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<RolloutView, 'total' | 'done' | 'failed' | 'inProgress' | 'paused' | 'halted' | 'invalidSpec'> {
+function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<RolloutView, 'total' | 'done' | 'failed' | 'inProgress' | 'paused' | 'halted' | 'invalidSpec' | 'alertGate'> {
   const status = rollout.status;
   const counted = status?.nodes;
-  const invalid = status?.conditions?.find((c) => c.type === 'InvalidSpec' && c.status === 'True');
   return {
     total: counted?.total ?? nodes.length,
     done: counted?.done ?? nodes.filter((n) => n.state === 'upgrade-done').length,
@@ -191,7 +193,8 @@ function summary(rollout: RolloutObject, nodes: readonly NodeView[]): Pick<Rollo
     inProgress: counted?.inProgress ?? 0,
     paused: status?.paused ?? rollout.spec?.upgradePolicy?.autoUpgrade === false,
     halted: status?.halted ?? false,
-    invalidSpec: invalid === undefined ? null : (invalid.message ?? 'invalid spec'),
+    invalidSpec: invalidSpecOf(status?.conditions),
+    alertGate: alertGateOf(status?.alertGate),
   };
 }
 
@@ -212,6 +215,15 @@ function canaryView(canary: NonNullable<RolloutObject['status']>['canary']): Can
     soakUntil: canary.soakUntil ?? null,
     failure: canary.failure ?? null,
   };
+}
+
+function invalidSpecOf(conditions: NonNullable<RolloutObject['status']>['conditions']): string | null {
+  const invalid = conditions?.find((c) => c.type === 'InvalidSpec' && c.status === 'True');
+  return invalid === undefined ? null : (invalid.message ?? 'invalid spec');
+}
+
+function alertGateOf(gate: { readonly state?: string; readonly message?: string } | null | undefined): RolloutView['alertGate'] {
+  return gate?.state === undefined ? null : { state: gate.state, message: gate.message ?? '' };
 }
 
 interface CompiledPool {

@@ -1,6 +1,7 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { toError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
+import { createAskAlertGate } from './alerts/ask-alert-gate.ts';
 import { startClusterCaches, type CacheKind } from './cluster/cluster-caches.ts';
 import type { CoordinatorConfig } from './config.ts';
 import { DEFAULT_EVENT_QUEUE, EventQueue } from './execute/event-queue.ts';
@@ -75,6 +76,7 @@ export async function runCoordinator(
     plan: deps.plan,
     metrics,
     logger,
+    askAlertGate: createAskAlertGate(kc),
   });
   onChange = (kind, object) => {
     if (reconciler.isRelevant(kind, object)) reconciler.trigger();

@@ -179,6 +179,8 @@ export const REASON_CODES = [
   'outside-maintenance-window',
   'start-delay',
   'upgrade-soak',
+  'alert-firing',
+  'alert-gate-unreachable',
   'skipped',
   'pool-conflict',
   'no-slot',
@@ -287,6 +289,14 @@ export interface RolloutStatus {
   readonly canary?: CanaryStatus | null;
   /** upgradePolicy.maintenanceWindows as of this pass. */
   readonly maintenanceWindow: MaintenanceWindowStatus;
+  /** spec.alertGate's verdict this pass; absent without a gate. */
+  readonly alertGate?: AlertGateStatus;
+}
+
+/** Whether the alert gate lets nodes start: `open`, `firing` (a matching alert fires) or `unreachable` (Prometheus cannot be asked: fails closed). */
+export interface AlertGateStatus {
+  readonly state: 'open' | 'firing' | 'unreachable';
+  readonly message: string;
 }
 
 /**

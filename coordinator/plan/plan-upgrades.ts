@@ -20,7 +20,7 @@
  *
  * A start check's hold may carry a wake time (a soak ending): the plan's nextWakeAt includes it.
  *
- * Gates (autoUpgrade false, skip label, halt, canary, pool conflict, slots) apply only to starting: a
+ * Gates (autoUpgrade false, skip label, halt, canary, windows, alert gate, pacing, NotReady, pool conflict, slots) apply only to starting: a
  * node that has started always runs to upgrade-done or upgrade-failed, because every later step
  * only gives capacity back, and stopping midway would leave the node cordoned and drained for
  * nothing. (Upstream stops the whole state machine on autoUpgrade false.)
@@ -47,6 +47,7 @@ import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-releas
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
+import { alertGateHold } from './alert-gate.ts';
 import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
 import { decideCanary } from './canary-gate.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
@@ -162,6 +163,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     pacing,
     window,
     canary,
+    alertGate: alertGateHold(policy.alertGate, snapshot.alertGate),
   };
   startCandidates(ordered, startCtx, releases);
 
@@ -177,7 +179,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     if (record.wakeAt !== null) nextWakeAt = nextWakeAt === null ? record.wakeAt : Math.min(nextWakeAt, record.wakeAt);
     tallyRecord(tally, record);
   }
-  const status = buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window, canary: canary.status });
+  const status = buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window, canary: canary.status, alertGate: startCtx.alertGate });
   return { nodePlans, reasons, nextWakeAt, status, rollback: canary.rollback };
 }
 
@@ -272,6 +274,7 @@ function startCandidates(ordered: readonly NodeRecord[], ctx: StartContext, rele
       const from = hold.reason.code === 'no-slot' && budget !== undefined ? takeReleasedSlot(budget, releases.get(budget.pool.name) ?? [], outOfService) : null;
       if (from === null) {
         record.reason = hold.reason;
+        // A hold that lifts with time (a window, a delay) wakes the loop then: folded into nextWakeAt.
         record.wakeAt = hold.wakeAt;
         continue;
       }

@@ -5,14 +5,15 @@ import { driverKeys, NEXT_KERNEL_FAILED, UPGRADE_STATES, type DriverKeys, type U
 import type { DriverRolloutPolicy } from '../policy/driver-rollout-spec.ts';
 import { formatInstant } from '../policy/zoned-time.ts';
 import type { WindowState } from './maintenance-windows.ts';
-import { MAX_WAITING_IN_STATUS, type CanaryStatus, type MaintenanceWindowStatus, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
+import { MAX_WAITING_IN_STATUS, type AlertGateStatus, type CanaryStatus, type MaintenanceWindowStatus, type ReasonCode, type RolloutCondition, type RolloutStatus, type PoolStatus } from './action.ts';
 import { freeSlots, isInProgress, isOutOfService, type PoolBudget } from './pool-capacity.ts';
 import { isKnownByName } from './nodes-by-name.ts';
 import type { ClusterSnapshot } from './snapshot.ts';
 import type { NodeRecord } from './plan-upgrades.ts';
+import type { StartHold } from './start-checks.ts';
 
 /** Reasons that hold many nodes at once and say little about any one of them: listed last. */
-const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped', 'canary', 'waiting-for-approval', 'canary-soaking', 'canary-failed', 'outside-maintenance-window', 'start-delay', 'upgrade-soak']);
+const ROLLOUT_WIDE: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['no-slot', 'paused', 'stopped', 'halted', 'skipped', 'canary', 'waiting-for-approval', 'canary-soaking', 'canary-failed', 'alert-firing', 'alert-gate-unreachable', 'outside-maintenance-window', 'start-delay', 'upgrade-soak']);
 
 export interface StatusInput {
   readonly snapshot: ClusterSnapshot;
@@ -21,6 +22,8 @@ export interface StatusInput {
   readonly records: readonly NodeRecord[];
   readonly budgets: ReadonlyMap<string, PoolBudget>;
   readonly halted: boolean;
+  /** The alert gate's hold this pass (alert-gate.ts); null: open, or no gate. */
+  readonly alertGate: StartHold | null;
   /** Every record counted (tallyRecord) once the pass has decided for it. */
   readonly tally: StatusTally;
   /** null: no maintenance windows. */
@@ -30,7 +33,7 @@ export interface StatusInput {
 }
 
 export function buildRolloutStatus(input: StatusInput): RolloutStatus {
-  const { snapshot, policy, records, budgets, halted, tally, window, canary } = input;
+  const { snapshot, policy, records, budgets, halted, tally, window, canary, alertGate } = input;
   const { states, perPool, inProgress } = tally;
   const pools: PoolStatus[] = [...budgets.values()]
     .filter((b) => b.total > 0 || b.pool.name !== policy.defaultPool.name)
@@ -56,7 +59,7 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
   const stopped = policy.stop;
   const outsideWindow = window !== null && !window.open;
   const available = paused || halted || stopped || outsideWindow ? 0 : [...budgets.values()].reduce((sum, b) => sum + freeSlots(b), 0);
-  return {
+  const status: RolloutStatus = {
     observedGeneration: snapshot.rollout.generation,
     driverName: policy.driverName,
     progress: `${done}/${total}`,
@@ -94,6 +97,13 @@ export function buildRolloutStatus(input: StatusInput): RolloutStatus {
     // Absent without a canary configured; null while configured but holding nothing (a merge patch then removes the stored one).
     ...(policy.canary === null ? {} : { canary }),
   };
+  return policy.alertGate === null ? status : { ...status, alertGate: alertGateStatus(policy.alertGate.url, alertGate) };
+}
+
+/** status.alertGate: open, or why it holds new starts (the hold's stable message, never the token). */
+function alertGateStatus(url: string, hold: StartHold | null): AlertGateStatus {
+  if (hold === null) return { state: 'open', message: `no matching alert firing at ${url}` };
+  return { state: hold.reason.code === 'alert-firing' ? 'firing' : 'unreachable', message: hold.reason.message };
 }
 
 function windowStatus(window: WindowState | null): MaintenanceWindowStatus {

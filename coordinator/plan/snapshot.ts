@@ -185,4 +185,26 @@ export interface ClusterSnapshot {
    * reloads (load-order.ts). Absent: none.
    */
   readonly dependents?: readonly string[];
+  /**
+   * The alert gate's last reading (spec.alertGate), taken by the leader's poller; absent or null
+   * when the rollout has no gate or the poller has not answered yet (then a gate holds: it fails
+   * closed). plan/alert-gate.ts judges it.
+   */
+  readonly alertGate?: AlertGateReading | null;
 }
+
+/** One alert Prometheus reports as firing (`state: firing`; pending ones are not read). */
+export interface FiringAlert {
+  /** Its `alertname` label. */
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/**
+ * What the alert gate's last poll of Prometheus's alerts API gave: the alerts firing then, or why
+ * it could not be read (unreachable, timed out, an HTTP error, an answer that is not the API's,
+ * the token's or CA's Secret unreadable). The problem text never holds the bearer token.
+ */
+export type AlertGateReading =
+  | { readonly kind: 'answered'; readonly firing: readonly FiringAlert[] }
+  | { readonly kind: 'unanswered'; readonly problem: string };

@@ -31,6 +31,8 @@ export interface StartContext extends StepContext {
   readonly window: WindowState | null;
   /** The canary of the newest revision (canary-gate.ts); its hold applies to the nodes outside it. */
   readonly canary: CanaryGate;
+  /** The alert gate's hold for this pass (alert-gate.ts), the same for every node; null: open or none. */
+  readonly alertGate: StartHold | null;
 }
 
 /** Why a node may not start now, and when to look again (epoch ms; null: only a change in the cluster can lift it). */
@@ -97,6 +99,9 @@ export const isNotReady: StartCheck = (node) => {
   return same('node-not-ready', `not started: node NotReady (${describeNotReady(snapshot.notReady ?? null)}); starts once it is Ready again`);
 };
 
+/** A matching alert fires, or Prometheus cannot be asked (fails closed): the pass's verdict, alert-gate.ts. */
+export const isAlertGated: StartCheck = (_node, ctx) => ctx.alertGate;
+
 export const hasNoSlot: StartCheck = (node, ctx) => {
   if (node.pool.kind !== 'pool') return null;
   const budget = ctx.budgets.get(node.pool.pool.name);
@@ -123,7 +128,7 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
 const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
 /** In the documented order of holds (coordinator/README.md): the first wins. */
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, isOutsideWindow, isPaced, isPoolDisrupted, isNotReady, hasNoSlot];
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, isOutsideWindow, isAlertGated, isPaced, isPoolDisrupted, isNotReady, hasNoSlot];
 
 export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {

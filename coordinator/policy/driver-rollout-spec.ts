@@ -40,6 +40,31 @@ export const DNS_SUBDOMAIN_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9](
 export const POOL_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** `maxUnavailable` as a string: a whole percentage from 0% to 100%. */
 export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
+/** A Secret's or ConfigMap's data key. */
+export const CONFIG_KEY_PATTERN = /^[-._a-zA-Z0-9]+$/;
+
+/** An alert-name pattern as the gate matches it: anchored at both ends, as Prometheus's `=~`; an Error when it does not compile. */
+export function compileAlertNamePattern(source: string): RegExp | Error {
+  try {
+    return new RegExp(`^(?:${source})$`, 'u');
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
+  }
+}
+
+/** Why `text` is no alert gate URL (http or https, a host, no user or password, no query); null when it is one. */
+export function alertGateUrlProblem(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'must be an absolute http:// or https:// URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http:// or https:// URL';
+  if (url.username !== '' || url.password !== '') return 'must not hold a user or password: put a token in bearerTokenSecretRef';
+  if (url.search !== '' || url.hash !== '') return 'must not have a query or fragment';
+  return null;
+}
 
 const labelSelectorSchema = z.object({
   matchLabels: z.record(z.string(), z.string()).optional(),
@@ -257,6 +282,53 @@ const canarySchema = z.object({
   soakSeconds: z.int().min(0).default(600),
 });
 
+/** A key of a Secret or ConfigMap in the DriverRollout's namespace. */
+const keyRefSchema = z.object({
+  name: z.string().min(1).max(253).regex(DNS_SUBDOMAIN_PATTERN, 'must be a DNS subdomain (an object name)'),
+  key: z.string().min(1).max(253).regex(CONFIG_KEY_PATTERN, 'must be a Secret or ConfigMap key (letters, digits, "-", "_", ".")'),
+});
+
+/** An alert-name regular expression: compiled here so that a bad one is named at its path. */
+const alertNamePatterns = z.array(z.string().min(1).max(1024).superRefine((source, ctx) => {
+  const compiled = compileAlertNamePattern(source);
+  if (compiled instanceof Error) ctx.addIssue({ code: 'custom', message: `not a regular expression: ${compiled.message}` });
+})).max(64);
+
+/**
+ * Holds new starts while Prometheus reports a matching alert firing, or cannot be asked (fails
+ * closed). The leader polls `<url>/api/v1/alerts` every intervalSeconds (coordinator/alerts/).
+ */
+const alertGateSchema = z.object({
+  /** Prometheus's base URL (http or https, no user or password in it: a token goes in bearerTokenSecretRef). */
+  url: z.string().max(2048).superRefine((text, ctx) => {
+    const problem = alertGateUrlProblem(text);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+  /** Alert names (regular expressions, anchored at both ends as Prometheus's =~) that hold starts; absent or empty: every firing alert. */
+  alerts: alertNamePatterns.optional(),
+  /** Alert names (anchored regular expressions) that never hold starts, even when `alerts` matches them. */
+  ignore: alertNamePatterns.optional(),
+  /** Seconds between two polls. */
+  intervalSeconds: z.int().min(5).max(3600).default(30),
+  /** A poll that has no answer within this long holds starts as unreachable. */
+  timeoutSeconds: z.int().min(1).max(300).default(10),
+  tls: z
+    .object({
+      /** The CA bundle (PEM) that signs Prometheus's certificate, from a Secret or a ConfigMap key (one of them). */
+      ca: z
+        .object({ secretKeyRef: keyRefSchema.optional(), configMapKeyRef: keyRefSchema.optional() })
+        .refine((ca) => (ca.secretKeyRef === undefined) !== (ca.configMapKeyRef === undefined), 'set exactly one of secretKeyRef and configMapKeyRef')
+        .optional(),
+      /** Accept any certificate (testing only): the token is then sent to whoever answers. */
+      insecureSkipVerify: z.boolean().default(false),
+    })
+    .optional(),
+  /** A Secret key holding the bearer token sent to Prometheus (Authorization: Bearer); never logged, never in the status or Events. */
+  bearerTokenSecretRef: keyRefSchema.optional(),
+}).superRefine((gate, ctx) => {
+  if (gate.tls !== undefined && !gate.url.startsWith('https://')) ctx.addIssue({ code: 'custom', message: 'tls needs an https:// url' });
+});
+
 const driverNameSchema = z
   .string()
   .max(MAX_DRIVER_NAME_LENGTH, `must be at most ${MAX_DRIVER_NAME_LENGTH} characters (it is part of every label key)`)
@@ -284,6 +356,8 @@ export const driverRolloutSpecSchema = z.object({
    * revision only the canary runs back to their previous ControllerRevision's template (Rollback).
    */
   onCanaryFailure: z.enum(['Halt', 'Rollback']).default('Halt'),
+  /** No node starts while a matching Prometheus alert fires, or while Prometheus cannot be asked (fails closed). */
+  alertGate: alertGateSchema.optional(),
   /** Node label ordering nodes: lower numbers first, then other values in string order, unlabelled last. */
   priorityLabel: z.string().refine(isLabelKey, 'must be a label key').optional(),
   pools: z
@@ -320,6 +394,27 @@ export interface PoolPolicy {
   readonly minSecondsBetweenStarts: number;
   /** 0 = no soak after a node's upgrade. */
   readonly soakSecondsAfterUpgrade: number;
+}
+
+export interface KeyRef {
+  readonly name: string;
+  readonly key: string;
+}
+
+/** spec.alertGate, compiled: the poller (coordinator/alerts/) reads the connection, the planner the patterns. */
+export interface AlertGatePolicy {
+  /** Prometheus's base URL, without a trailing slash. */
+  readonly url: string;
+  /** Anchored; empty: every firing alert matches. */
+  readonly alerts: readonly RegExp[];
+  readonly ignore: readonly RegExp[];
+  readonly intervalSeconds: number;
+  readonly timeoutSeconds: number;
+  /** The CA bundle's source; null: the platform's CAs. */
+  readonly ca: { readonly kind: 'secret' | 'configMap'; readonly ref: KeyRef } | null;
+  readonly insecureSkipVerify: boolean;
+  /** null: no Authorization header. */
+  readonly bearerToken: KeyRef | null;
 }
 
 /** What identifies a device pod: used by pod deletion and by the idle-first ordering. */
@@ -373,6 +468,8 @@ export interface DriverRolloutPolicy {
   readonly loadsAfter: readonly string[];
   /** null: never halts. */
   readonly maxFailedNodes: number | null;
+  /** null: no alert gate. */
+  readonly alertGate: AlertGatePolicy | null;
   readonly priorityLabel: string | null;
   /** null: no canary. */
   readonly canary: CanaryPolicy | null;
@@ -469,6 +566,7 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     },
     loadsAfter: spec.loadsAfter ?? [],
     maxFailedNodes: spec.maxFailedNodes ?? null,
+    alertGate: spec.alertGate === undefined ? null : compileAlertGate(spec.alertGate),
     priorityLabel: spec.priorityLabel ?? null,
     canary:
       spec.canary === undefined
@@ -491,6 +589,25 @@ function compilePolicy(spec: DriverRolloutSpec): ParseResult {
     },
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, policy };
+}
+
+function compileAlertGate(gate: NonNullable<DriverRolloutSpec['alertGate']>): AlertGatePolicy {
+  // The schema compiled every pattern already: none is an Error here.
+  const patterns = (sources: readonly string[] | undefined): RegExp[] => (sources ?? []).flatMap((p) => {
+    const compiled = compileAlertNamePattern(p);
+    return compiled instanceof Error ? [] : [compiled];
+  });
+  const ca = gate.tls?.ca;
+  return {
+    url: gate.url.replace(/\/+$/, ''),
+    alerts: patterns(gate.alerts),
+    ignore: patterns(gate.ignore),
+    intervalSeconds: gate.intervalSeconds,
+    timeoutSeconds: gate.timeoutSeconds,
+    ca: ca?.secretKeyRef !== undefined ? { kind: 'secret', ref: ca.secretKeyRef } : ca?.configMapKeyRef !== undefined ? { kind: 'configMap', ref: ca.configMapKeyRef } : null,
+    insecureSkipVerify: gate.tls?.insecureSkipVerify ?? false,
+    bearerToken: gate.bearerTokenSecretRef ?? null,
+  };
 }
 
 function toIntOrPercent(value: number | string): IntOrPercent {

@@ -73,6 +73,12 @@ export async function reconcilePass(deps: PassDeps, memory: ReconcilerMemory, si
     const result = memory.specs.parse(r);
     return result.ok ? [result.policy] : [];
   }));
+  // The leader polls the alert gates of the rollouts that act (a conflicting one acts on nothing).
+  memory.alertGates?.sync(rollouts.flatMap((r) => {
+    const result = memory.specs.parse(r);
+    const key = `${r.metadata?.namespace ?? ''}/${r.metadata?.name ?? ''}`;
+    return result.ok && result.policy.alertGate !== null && !conflicts.has(key) ? [{ key, namespace: r.metadata?.namespace ?? '', gate: result.policy.alertGate }] : [];
+  }), signal);
   for (const rollout of rollouts) {
     if (signal.aborted) return;
     const ref: RolloutRef = {
@@ -128,7 +134,8 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
   // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
   // whose start is not answered yet counts as started, so its slot is never handed out twice.
   const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: memory.writtenNodes.byName, evictionBlocked: memory.evictions.byPodUid, deletedPods: memory.deletedPods.byUid });
-  const snapshot = applyActions(dependents.length === 0 ? cached : { ...cached, dependents }, memory.inFlight.raisingActions());
+  const read = policy.alertGate === null ? cached : { ...cached, alertGate: memory.alertGates?.reading(`${ref.namespace}/${ref.name}`) ?? null };
+  const snapshot = applyActions(dependents.length === 0 ? read : { ...read, dependents }, memory.inFlight.raisingActions());
   for (const n of snapshot.nodes) memory.relevance.collect(n.name);
   const plan = deps.plan(snapshot, policy, nowMs);
   const hooks: ExecuteHooks = {

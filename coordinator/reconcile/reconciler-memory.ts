@@ -1,5 +1,8 @@
+import type { Logger } from '../../shared/logger.ts';
+import type { AskAlertGate } from '../alerts/ask-alert-gate.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import { NodePlansInFlight } from '../execute/node-plans-in-flight.ts';
+import { AlertGatePollers } from './alert-gate-pollers.ts';
 import { DeletedPods } from './deleted-pods.ts';
 import { EvictionMemory } from './eviction-memory.ts';
 import { KnownRollouts } from './known-rollouts.ts';
@@ -37,6 +40,8 @@ export interface ReconcilerMemory {
   readonly rollbacks: Set<string>;
   /** When the next pass runs: on a change (debounced), or at the earliest deadline a plan named. */
   readonly wake: WakeSignal;
+  /** The alert gates' polls and last readings (this term); null when the reconciler cannot ask Prometheus. */
+  readonly alertGates: AlertGatePollers | null;
 }
 
 export interface ReconcilerMemoryOptions {
@@ -46,9 +51,13 @@ export interface ReconcilerMemoryOptions {
   /** Nodes the executor works on at once. */
   readonly concurrency: number;
   readonly statusMinIntervalMs?: number | undefined;
+  readonly askAlertGate?: AskAlertGate | undefined;
+  readonly logger: Logger;
 }
 
 export function createReconcilerMemory(options: ReconcilerMemoryOptions): ReconcilerMemory {
+  const wake = new WakeSignal(options.debounceMs);
+  const ask = options.askAlertGate;
   return {
     writtenNodes: new WrittenNodes(),
     evictions: new EvictionMemory(),
@@ -60,6 +69,7 @@ export function createReconcilerMemory(options: ReconcilerMemoryOptions): Reconc
     inFlight: new NodePlansInFlight(options.concurrency),
     eventsBeside: new Set(),
     rollbacks: new Set(),
-    wake: new WakeSignal(options.debounceMs),
+    wake,
+    alertGates: ask === undefined ? null : new AlertGatePollers({ ask, logger: options.logger, now: options.now, onChange: () => { wake.trigger(); } }),
   };
 }

@@ -1,6 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { untilAborted } from '../../shared/abortable-sleep.ts';
 import type { Logger } from '../../shared/logger.ts';
+import type { AskAlertGate } from '../alerts/ask-alert-gate.ts';
 import type { CacheKind, ClusterCaches } from '../cluster/cluster-caches.ts';
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
@@ -22,6 +23,11 @@ export interface ReconcilerDeps {
   readonly concurrency?: number;
   /** Least time between two status writes of one rollout (RolloutStatusWriter; STATUS_MIN_INTERVAL_MS). */
   readonly statusMinIntervalMs?: number;
+  /**
+   * Asks a rollout's alert gate (alerts/ask-alert-gate.ts), polled while leading. Absent: gates
+   * are never asked, so a rollout with spec.alertGate starts no node (the gate fails closed).
+   */
+  readonly askAlertGate?: AskAlertGate;
 }
 
 export interface Reconciler {
@@ -46,7 +52,7 @@ export interface Reconciler {
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const now = deps.now ?? Date.now;
   const concurrency = deps.concurrency ?? 32;
-  const memory = createReconcilerMemory({ writer: deps.writer, now, debounceMs: deps.debounceMs ?? 20, concurrency, statusMinIntervalMs: deps.statusMinIntervalMs });
+  const memory = createReconcilerMemory({ writer: deps.writer, now, debounceMs: deps.debounceMs ?? 20, concurrency, statusMinIntervalMs: deps.statusMinIntervalMs, askAlertGate: deps.askAlertGate, logger: deps.logger });
   const passDeps: PassDeps = { caches: deps.caches, writer: deps.writer, plan: deps.plan, metrics: deps.metrics, logger: deps.logger, now, concurrency };
   const { wake, writtenNodes, statuses } = memory;
   return {
@@ -82,6 +88,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         while (memory.eventsBeside.size > 0) await Promise.all(memory.eventsBeside);
         wake.dispose();
         writtenNodes.clear();
+        // A new term asks afresh (from a reading younger than an interval, else holding until its first answer).
+        memory.alertGates?.clear();
       }
     },
   };

@@ -11,7 +11,12 @@ export interface StoredCondition extends RolloutCondition {
 export type StoredCanaryStatus = Omit<CanaryStatus, 'soakUntil'> & { readonly soakUntil: string | null };
 
 /** `.status` as stored: the planner's status with stored conditions. */
-export type StoredRolloutStatus = Omit<RolloutStatus, 'conditions' | 'canary'> & { readonly conditions: readonly StoredCondition[]; readonly canary?: StoredCanaryStatus | null };
+export type StoredRolloutStatus = Omit<RolloutStatus, 'conditions' | 'canary' | 'alertGate'> & {
+  readonly conditions: readonly StoredCondition[];
+  readonly canary?: StoredCanaryStatus | null;
+  /** null removes a verdict stored before the gate was taken out of the spec (the status is a merge patch). */
+  readonly alertGate?: RolloutStatus['alertGate'] | null;
+};
 
 /** A DriverRollout as read from the API server; `spec` and `status` are untrusted until parsed. */
 export interface DriverRolloutObject {

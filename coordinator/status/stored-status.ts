@@ -8,7 +8,10 @@ import type { StoredCondition, StoredRolloutStatus } from './driver-rollout-obje
  */
 export function toStoredStatus(previous: unknown, next: RolloutStatus, generation: number, nowIso: string): StoredRolloutStatus {
   const { canary, ...rest } = next;
-  const stored = { ...rest, observedGeneration: generation, conditions: stampConditions(previous, next.conditions, generation, nowIso) };
+  const stamped = { ...rest, observedGeneration: generation, conditions: stampConditions(previous, next.conditions, generation, nowIso) };
+  // A gate taken out of the spec: its stored verdict is removed (null in the merge patch), once.
+  const stale = next.alertGate === undefined && typeof previous === 'object' && previous !== null && (previous as { alertGate?: unknown }).alertGate != null;
+  const stored = stale ? { ...stamped, alertGate: null } : stamped;
   // null, not absent, once there is no canary: a merge patch leaves an absent field as it was.
   if (canary === undefined) return stored;
   return { ...stored, canary: canary === null ? null : { ...canary, soakUntil: canary.soakUntil === null ? null : new Date(canary.soakUntil).toISOString() } };

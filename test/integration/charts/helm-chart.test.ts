@@ -86,6 +86,28 @@ describe('the Helm chart', () => {
     await expect(run(helm, ['template', 'x', CHART, '--set', 'drivers[0].name=gpu,drivers[0].enabled=true,drivers[0].preset=nvidia,drivers[0].onCanaryFailure=Retry'])).rejects.toThrow(/onCanaryFailure/);
   });
 
+  it('passes drivers[].alertGate to its DriverRollout and lets the coordinator get exactly the Secrets and ConfigMaps alert gates name, by name', async () => {
+    const none = await helmTemplate('driver-rollout', 'ops');
+    expect(none.filter((d) => d.metadata?.name?.endsWith('-alert-gate') === true)).toEqual([]);
+    // --set on drivers[0] replaces the list: the entry is given whole.
+    const gate = 'drivers[0].name=gpu,drivers[0].enabled=true,drivers[0].preset=nvidia,drivers[0].alertGate.url=https://prometheus.monitoring:9090,drivers[0].alertGate.bearerTokenSecretRef.name=prom-token,drivers[0].alertGate.bearerTokenSecretRef.key=token,'
+      + 'drivers[0].alertGate.tls.ca.configMapKeyRef.name=prom-ca,drivers[0].alertGate.tls.ca.configMapKeyRef.key=ca.crt,'
+      + 'coordinator.alertGateSecrets[0].namespace=team-a,coordinator.alertGateSecrets[0].name=their-token';
+    const objects = await helmTemplate('driver-rollout', 'ops', '--set', gate);
+    const rollout = objects.find((d) => d.kind === 'DriverRollout' && (d as { spec?: { driverName?: string } }).spec?.driverName === 'gpu') as { spec?: { alertGate?: unknown } } | undefined;
+    expect(rollout?.spec?.alertGate).toEqual({ url: 'https://prometheus.monitoring:9090', bearerTokenSecretRef: { name: 'prom-token', key: 'token' }, tls: { ca: { configMapKeyRef: { name: 'prom-ca', key: 'ca.crt' } } } });
+    const roles = objects.filter((d) => d.kind === 'Role' && d.metadata?.name === 'driver-rollout-coordinator-alert-gate') as (KubernetesObject & { rules: unknown[] })[];
+    expect(roles.map((r) => [r.metadata?.namespace, r.rules])).toEqual([
+      ['ops', [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['prom-token'], verbs: ['get'] }, { apiGroups: [''], resources: ['configmaps'], resourceNames: ['prom-ca'], verbs: ['get'] }]],
+      ['team-a', [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['their-token'], verbs: ['get'] }]],
+    ]);
+    const bindings = objects.filter((d) => d.kind === 'RoleBinding' && d.metadata?.name === 'driver-rollout-coordinator-alert-gate') as (KubernetesObject & { subjects: unknown[] })[];
+    expect(bindings.map((b) => [b.metadata?.namespace, b.subjects])).toEqual([
+      ['ops', [{ kind: 'ServiceAccount', name: 'driver-rollout-coordinator', namespace: 'ops' }]],
+      ['team-a', [{ kind: 'ServiceAccount', name: 'driver-rollout-coordinator', namespace: 'ops' }]],
+    ]);
+  });
+
   it('renders a ServiceMonitor and a PrometheusRule (stuck, node failed, halted) only when asked', async () => {
     const off = await helmTemplate('driver-rollout', 'ops');
     expect(off.filter((d) => d.kind === 'ServiceMonitor' || d.kind === 'PrometheusRule')).toEqual([]);

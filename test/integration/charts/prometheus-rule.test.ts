@@ -6,7 +6,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CoordinatorMetrics, type RolloutLabels, type RolloutNodeCounts } from '../../../coordinator/metrics/coordinator-metrics.ts';
-import { prometheusBinDir, renderedRuleGroups, type AlertRule } from './rendered-rule-groups.ts';
+import { prometheusBinDir } from '../../bed/prometheus-server.ts';
+import { renderedRuleGroups, type AlertRule } from './rendered-rule-groups.ts';
 import { scrapedSeries, type Act, type Stretch } from './scraped-series.ts';
 
 // The chart's PrometheusRule checked and evaluated by the real promtool (Debian bookworm's

@@ -1,15 +1,10 @@
 import { PolicyV1Api } from '@kubernetes/client-node';
-import { spawn } from 'node:child_process';
-import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { freePort } from '../../bed/free-port.ts';
+import { startPrometheus, type PrometheusAlert as Alert, type PrometheusServer } from '../../bed/prometheus-server.ts';
 import { sharedCluster } from '../../bed/shared-cluster.ts';
 import { waitUntil } from '../../bed/wait-until.ts';
 import { installCrd, RolloutWorld } from '../coordinator/harness.ts';
-import { prometheusBinDir, renderedRuleGroups } from './rendered-rule-groups.ts';
+import { renderedRuleGroups } from './rendered-rule-groups.ts';
 
 // A real Prometheus (Debian bookworm's, test/bed/fetch-prometheus.sh) scrapes a running
 // coordinator's /metrics, as the chart's ServiceMonitor has it (honorLabels), and evaluates the
@@ -20,8 +15,6 @@ const HANG_MS = 150_000;
 const kc = sharedCluster().kubeConfig();
 let world: RolloutWorld;
 
-interface Alert { labels: Record<string, string>; state: string; value: string }
-
 beforeAll(async () => {
   await installCrd(kc);
 });
@@ -31,42 +24,10 @@ afterEach(async () => {
 });
 
 /** Prometheus scraping `target` every second with the chart's rules, evaluated every second; stopped when the test ends. */
-async function startPrometheus(target: string): Promise<{ query: (q: string) => Promise<{ metric: Record<string, string>; value: [number, string] }[]>; alerts: () => Promise<Alert[]> }> {
-  const [bin, groups, port] = await Promise.all([prometheusBinDir(), renderedRuleGroups(), freePort()]);
-  const dir = await mkdtemp(join(tmpdir(), 'drtest-prometheus-'));
-  await writeFile(join(dir, 'rules.yaml'), stringify({ groups }));
-  await writeFile(join(dir, 'prometheus.yaml'), stringify({
-    global: { scrape_interval: '1s', evaluation_interval: '1s' },
-    rule_files: [join(dir, 'rules.yaml')],
-    scrape_configs: [{ job_name: 'driver-rollout-coordinator', honor_labels: true, static_configs: [{ targets: [target] }] }],
-  }));
-  const log = await open(join(dir, 'prometheus.log'), 'w');
-  const child = spawn(join(bin, 'prometheus'), [
-    `--config.file=${join(dir, 'prometheus.yaml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${String(port)}`,
-  ], { stdio: ['ignore', log.fd, log.fd] });
-  const exited = new Promise<void>((done) => child.once('exit', () => {
-    done();
-  }));
-  world.onTearDown(async () => {
-    child.kill('SIGTERM');
-    await exited;
-    await log.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`http://127.0.0.1:${String(port)}${path}`, { signal: AbortSignal.timeout(5_000) });
-    const body = (await response.json()) as { status: string; data: T };
-    if (body.status !== 'success') throw new Error(`prometheus ${path}: ${JSON.stringify(body)}`);
-    return body.data;
-  };
-  await waitUntil('Prometheus to be ready', async () => {
-    if (child.exitCode !== null) throw new Error(`prometheus exited ${String(child.exitCode)}:\n${await readFile(join(dir, 'prometheus.log'), 'utf8')}`);
-    return await fetch(`http://127.0.0.1:${String(port)}/-/ready`).then((r) => (r.ok ? true : undefined), () => undefined);
-  }, { timeoutMs: 60_000, intervalMs: 500 });
-  return {
-    query: async (q) => (await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`/api/v1/query?query=${encodeURIComponent(q)}`)).result,
-    alerts: async () => (await api<{ alerts: Alert[] }>('/api/v1/alerts')).alerts,
-  };
+async function startChartPrometheus(target: string): Promise<PrometheusServer> {
+  const prometheus = await startPrometheus({ targets: [target], ruleGroups: await renderedRuleGroups() });
+  world.onTearDown(() => prometheus.stop());
+  return prometheus;
 }
 
 describe("the chart's alerts in a real Prometheus scraping a running coordinator", () => {
@@ -83,7 +44,7 @@ describe("the chart's alerts in a real Prometheus scraping a running coordinator
     });
     await world.createRollout({ maxFailedNodes: 1, upgradePolicy: { podDeletion: { enable: false }, drain: { enable: true, force: true, timeoutSeconds: 3 } } });
     const { port } = await world.startCoordinator();
-    const prometheus = await startPrometheus(`127.0.0.1:${String(port)}`);
+    const prometheus = await startChartPrometheus(`127.0.0.1:${String(port)}`);
     const ours = (alerts: Alert[]): Alert[] => alerts.filter((a) => a.labels.namespace === world.ns.name);
     const labels = { namespace: world.ns.name, rollout: 'driver', driver: world.driver };
 

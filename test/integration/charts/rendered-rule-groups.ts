@@ -27,8 +27,3 @@ export async function renderedRuleGroups(): Promise<RuleGroup[]> {
   if (rule === undefined) throw new Error('helm template rendered no PrometheusRule');
   return rule.spec.groups;
 }
-
-/** The Prometheus and promtool binaries' directory (test/bed/fetch-prometheus.sh). */
-export async function prometheusBinDir(): Promise<string> {
-  return await runCachedBuild(join(ROOT, 'test/bed/fetch-prometheus.sh'));
-}

@@ -20,6 +20,7 @@ export function aRolloutView(nodes: readonly NodeView[], over: Partial<RolloutVi
     invalidSpec: null,
     maintenanceWindow: null,
     canary: null,
+    alertGate: null,
     nodes,
     ...over,
   };

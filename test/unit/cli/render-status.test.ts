@@ -73,6 +73,21 @@ describe('renderStatus', () => {
     ]);
   });
 
+  it('marks a rollout whose alert gate holds starts in its headline, and says why under it; an open gate says nothing', () => {
+    const nodes = [aNodeView('n1', { state: 'upgrade-required', reason: 'alert firing: NodeDown (alertGate holds new starts)' })];
+    const firing = renderStatus([aRolloutView(nodes, { alertGate: { state: 'firing', message: 'alert firing: NodeDown (alertGate holds new starts)' } })], 80);
+    expect(firing.slice(0, 3)).toEqual([
+      'driver-rollout/gpu · driver gpu · ALERT GATE CLOSED',
+      `[${'.'.repeat(40)}] 0/1 done`,
+      'alert gate firing: alert firing: NodeDown (alertGate holds new starts)',
+    ]);
+    const unreachable = renderStatus([aRolloutView(nodes, { alertGate: { state: 'unreachable', message: 'alert gate cannot ask Prometheus at http://p:9090: connect ECONNREFUSED (fails closed: no node starts)' } })], 80);
+    expect(unreachable.slice(2, 4).join(' ')).toBe('alert gate unreachable: alert gate cannot ask Prometheus at http://p:9090: connect ECONNREFUSED (fails closed: no node starts)');
+    const open = renderStatus([aRolloutView(nodes, { alertGate: { state: 'open', message: 'no matching alert firing at http://p:9090' } })], 80);
+    expect(open[0]).toBe('driver-rollout/gpu · driver gpu');
+    expect(open.join('\n')).not.toContain('alert gate');
+  });
+
   it('says so when there is nothing to show', () => {
     expect(renderStatus([], 80)).toEqual(['No DriverRollouts found.']);
     expect(renderStatus([aRolloutView([])], 80)).toContain('  (no nodes yet)');

@@ -101,4 +101,12 @@ describe('buildRolloutViews', () => {
     expect(cleared?.canary).toBeNull();
     expect(buildRolloutViews(snapshot([], []), NOW)[0]?.canary).toBeNull();
   });
+
+  it('carries the alert gate\'s verdict from the status; none without one', () => {
+    const gated: RolloutObject = { ...rollout, status: { ...rollout.status, alertGate: { state: 'firing', message: 'alert firing: NodeDown (alertGate holds new starts)' } } };
+    const [view] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-required' })], []), rollouts: [gated] }, NOW);
+    expect(view?.alertGate).toEqual({ state: 'firing', message: 'alert firing: NodeDown (alertGate holds new starts)' });
+    const [plain] = buildRolloutViews({ ...snapshot([aNode('n1', { [STATE]: 'upgrade-required' })], []), rollouts: [rollout] }, NOW);
+    expect(plain?.alertGate).toBeNull();
+  });
 });

@@ -72,6 +72,14 @@ const CEL: Record<string, (self: Json) => boolean> = {
   'self.start != self.end': (self) => (self as { start: unknown }).start !== (self as { end: unknown }).end,
   "type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')": (self) =>
     typeof self === 'number' ? self >= 1 : /^(100|[1-9][0-9]?)%$/.test(String(self)),
+  'has(self.secretKeyRef) != has(self.configMapKeyRef)': (self) => {
+    const ca = self as { secretKeyRef?: object; configMapKeyRef?: object };
+    return (ca.secretKeyRef !== undefined) !== (ca.configMapKeyRef !== undefined);
+  },
+  "!has(self.tls) || self.url.startsWith('https://')": (self) => {
+    const gate = self as { tls?: object; url: string };
+    return gate.tls === undefined || gate.url.startsWith('https://');
+  },
 };
 
 function typeOk(schema: Schema, value: Json): boolean {
