@@ -14,6 +14,7 @@ import { driverFlavour } from '../../drivers/flavours.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { SimulatedKernel } from '../doubles/simulated-kernel.ts';
 import { aGpuNode } from '../fixtures/sysfs/sysfs-tree.ts';
+import { DEBIAN_LIBS as LIBS, debianLibraryReadings } from '../unit/agent/user-space/debian-layout.ts';
 
 // The version guard on Debian's real files: a driver root unpacked from bookworm-security's
 // 535.309.01 user space (libcuda1, libnvidia-ml1, libnvidia-cfg1, nvidia-smi, as
@@ -23,7 +24,6 @@ import { aGpuNode } from '../fixtures/sysfs/sysfs-tree.ts';
 
 const USER_SPACE = ['libcuda1', 'libnvidia-ml1', 'libnvidia-cfg1', 'nvidia-smi'];
 const RELEASE_309 = '535.309.01-0+deb12u1';
-const LIBS = 'usr/lib/x86_64-linux-gnu/nvidia/current';
 const log = createLogger('test', 'silent');
 
 let work: string;
@@ -46,11 +46,7 @@ afterAll(async () => {
 describe("the version guard on Debian's packages", () => {
   it('reads 535.309.01 from the libraries the soname links resolve to and from nvidia-smi itself', async () => {
     const found = await readUserSpaceVersions(root);
-    expect(found.libraries).toEqual([
-      { name: 'libcuda.so.1', what: `/${LIBS}/libcuda.so.1 -> libcuda.so.535.309.01`, version: '535.309.01' },
-      { name: 'libnvidia-cfg.so.1', what: `/${LIBS}/libnvidia-cfg.so.1 -> libnvidia-cfg.so.535.309.01`, version: '535.309.01' },
-      { name: 'libnvidia-ml.so.1', what: `/${LIBS}/libnvidia-ml.so.1 -> libnvidia-ml.so.535.309.01`, version: '535.309.01' },
-    ]);
+    expect(found.libraries).toEqual(debianLibraryReadings('535.309.01'));
     expect(found.nvidiaSmi).toEqual({ name: 'nvidia-smi', what: '/usr/lib/nvidia/current/nvidia-smi', version: '535.309.01' });
   });
 

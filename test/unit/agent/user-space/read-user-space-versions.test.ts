@@ -6,6 +6,7 @@ import { checkUserSpace } from '../../../../agent/user-space/check-user-space.ts
 import { findBinary, readUserSpaceVersions } from '../../../../agent/user-space/read-user-space-versions.ts';
 import { UserSpaceMismatchError, UserSpaceUnreadableError } from '../../../../agent/user-space/user-space-errors.ts';
 import { describeFailure } from '../../../../agent/describe-failure.ts';
+import { DEBIAN_LIBS as LIBS, debianLibraryReadings } from './debian-layout.ts';
 
 // Driver roots laid out as Debian's packages install them (libraries under
 // usr/lib/x86_64-linux-gnu/nvidia/current/, nvidia-smi under usr/lib/nvidia/current/), with empty
@@ -21,7 +22,6 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-const LIBS = 'usr/lib/x86_64-linux-gnu/nvidia/current';
 
 async function aDebianRoot(version: string, over: { smiVersion?: string; smiBanner?: string; libraries?: readonly string[] } = {}): Promise<string> {
   const root = join(work, `root-${++count}`);
@@ -47,11 +47,7 @@ describe('readUserSpaceVersions: versions from the files themselves', () => {
   it("reads each soname link's file version and nvidia-smi's banner", async () => {
     const root = await aDebianRoot('535.309.01');
     const found = await readUserSpaceVersions(root);
-    expect(found.libraries).toEqual([
-      { name: 'libcuda.so.1', what: `/${LIBS}/libcuda.so.1 -> libcuda.so.535.309.01`, version: '535.309.01' },
-      { name: 'libnvidia-cfg.so.1', what: `/${LIBS}/libnvidia-cfg.so.1 -> libnvidia-cfg.so.535.309.01`, version: '535.309.01' },
-      { name: 'libnvidia-ml.so.1', what: `/${LIBS}/libnvidia-ml.so.1 -> libnvidia-ml.so.535.309.01`, version: '535.309.01' },
-    ]);
+    expect(found.libraries).toEqual(debianLibraryReadings('535.309.01'));
     expect(found.nvidiaSmi).toEqual({ name: 'nvidia-smi', what: '/usr/lib/nvidia/current/nvidia-smi', version: '535.309.01' });
     expect(found.libraryDir).toEqual({ inRoot: `/${LIBS}`, path: join(root, LIBS) });
   });
