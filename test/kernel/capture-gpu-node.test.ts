@@ -27,7 +27,8 @@ let capture: string;
 
 beforeAll(async () => {
   built = await buildSampleDriver('1.0.0', join(defaultCacheDir(), 'kernel-test-modules'));
-  guest = await bootGuest();
+  // A boot on the loaded shared machine can take longer than the default limit; this bound only catches a hang.
+  guest = await bootGuest({ bootTimeoutMs: 300_000 });
   capture = join(guest.workDir, 'capture');
   const ko = (name: string) => built.modules.find((m) => m.name === name)?.path ?? '';
   const load = await guest.run(`insmod ${shellQuote(ko('drsample_core'))} && insmod ${shellQuote(ko('drsample_net'))}`);
