@@ -81,7 +81,7 @@ async function runOnce(options: SuperviseOptions, signal: AbortSignal, onRunning
   const [file, ...args] = spec.argv;
   if (file === undefined) return 'no command';
   if (spec.pidFile !== undefined) await rm(spec.pidFile, { force: true });
-  if (signal.aborted) return '';
+  if (isAborted(signal)) return '';
   let output = '';
   const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const keep = (chunk: Buffer) => { output = (output + chunk.toString('utf8')).slice(-OUTPUT_TAIL_CHARS); };
@@ -96,21 +96,21 @@ async function runOnce(options: SuperviseOptions, signal: AbortSignal, onRunning
     // stop() terminates the pid onRunning reported.
     if (child.pid !== undefined) onRunning(child.pid);
     const how = await exited;
-    return signal.aborted ? '' : `${how}${said()}`;
+    return isAborted(signal) ? '' : `${how}${said()}`;
   }
   // A forking daemon: the launcher exits 0 once the daemon runs, the daemon's pid in its pid file.
   const launcher = await exited;
   if (launcher !== 'exited with code 0') return `${launcher}${said()}`;
   // Read even when stopped meanwhile: a daemon that was forked is terminated, not left behind.
   const daemonPid = await readPid(spec.pidFile, options);
-  if (daemonPid === undefined) return signal.aborted ? '' : `exited with code 0 and wrote no live pid to ${spec.pidFile}${said()}`;
-  if (signal.aborted) {
+  if (daemonPid === undefined) return isAborted(signal) ? '' : `exited with code 0 and wrote no live pid to ${spec.pidFile}${said()}`;
+  if (isAborted(signal)) {
     await terminate(daemonPid, options);
     return '';
   }
   onRunning(daemonPid);
-  while (!signal.aborted && (await isAlive(daemonPid))) await abortableSleep(options.pollMs, signal);
-  return signal.aborted ? '' : `process ${daemonPid} (${spec.pidFile}) ended`;
+  while (!isAborted(signal) && (await isAlive(daemonPid))) await abortableSleep(options.pollMs, signal);
+  return isAborted(signal) ? '' : `process ${daemonPid} (${spec.pidFile}) ended`;
 }
 
 /** The pid in the pid file once a live process has it; waits up to stopTimeoutMs for the daemon to write it. */
