@@ -98,7 +98,8 @@ describe('planGpuDaemons (pure), on fixture sysfs', () => {
   });
 });
 
-describe('createGpuDaemons: the daemons of the driver root beside a loaded driver', () => {
+// Real processes on a shared, loaded machine: the bound only catches a hang.
+describe('createGpuDaemons: the daemons of the driver root beside a loaded driver', { timeout: 120_000 }, () => {
   /** A driver root with stand-ins for the daemons it names, pid files under its own run dir. */
   async function aRoot(daemons: readonly ('nvidia-persistenced' | 'nv-fabricmanager')[]) {
     const dir = join(work, `root-${++count}`);

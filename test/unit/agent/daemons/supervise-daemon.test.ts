@@ -32,7 +32,8 @@ async function aStandIn(options: { ignoreTerm?: boolean; foreground?: boolean } 
   return writeStandInDaemon(join(dir, 'usr', 'bin', 'nvidia-persistenced'), join(dir, 'state'), { pidFile: join(dir, 'run', 'nvidia-persistenced', 'nvidia-persistenced.pid'), ...options });
 }
 
-function supervise(spec: DaemonSpec, stopTimeoutMs = 10_000): DaemonSupervisor {
+// A long stop timeout: it also bounds the wait for the pid file, which a loaded machine can stretch.
+function supervise(spec: DaemonSpec, stopTimeoutMs = 60_000): DaemonSupervisor {
   const s = superviseDaemon({ spec, restart: { initialMs: 20, maxMs: 200 }, random: () => 0, pollMs: 20, stopTimeoutMs, log });
   supervisors.push(s);
   return s;
@@ -43,7 +44,8 @@ const running = (s: DaemonSupervisor) => () => {
   return Promise.resolve(h.state === 'running' ? h : undefined);
 };
 
-describe('superviseDaemon, with a stand-in for nvidia-persistenced', () => {
+// Real processes on a shared, loaded machine: the bound only catches a hang.
+describe('superviseDaemon, with a stand-in for nvidia-persistenced', { timeout: 120_000 }, () => {
   it('starts a forking daemon and follows the pid it wrote', async () => {
     const standIn = await aStandIn();
     const s = supervise({ name: 'nvidia-persistenced', argv: [standIn.program, '--persistence-mode'], pidFile: standIn.pidFile });
