@@ -22,6 +22,14 @@ import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel
 import type { AgentSteps } from './run-agent.ts';
 import { createUnloadGuard } from './teardown/unload-guard.ts';
 import type { NodeDetection } from './detect/detect-node.ts';
+import { checkUserSpace, readModuleFileVersions } from './user-space/check-user-space.ts';
+import { createGpuDaemons, type GpuDaemons } from './daemons/gpu-daemons.ts';
+import type { BackoffPolicy } from '../shared/backoff.ts';
+
+/** Restarts of a daemon that ended: from 1 s, doubling, up to 60 s (20 % jitter). */
+const DAEMON_RESTART: BackoffPolicy = { initialMs: 1000, maxMs: 60_000, jitter: 0.2, jitterMode: 'shorten' };
+const DAEMON_POLL_MS = 2000;
+const DAEMON_STOP_TIMEOUT_MS = 10_000;
 
 /**
  * The driver's build for one kernel as configured. The agent's own build and the next-kernel
@@ -82,6 +90,11 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   const loadedDriver = renderLoadedDriver({ pod: `${config.podNamespace}/${config.podName}`, fingerprint: driverFingerprint(driverIdentityOf(config)) });
   const deviceUsers: DeviceUserLookup | undefined =
     config.deviceFilePrefixes.length === 0 ? undefined : { devicePrefixes: config.deviceFilePrefixes, procDir: config.procDir };
+  // The daemons of the driver's user space; none without a user-space root.
+  const daemons: GpuDaemons | undefined =
+    config.userSpaceRoot === undefined
+      ? undefined
+      : createGpuDaemons({ root: config.userSpaceRoot, sysfsRoot: config.sysfsRoot, runDir: config.daemonRunDir, restart: DAEMON_RESTART, pollMs: DAEMON_POLL_MS, stopTimeoutMs: DAEMON_STOP_TIMEOUT_MS, random: Math.random, log });
 
   return {
     detect: () =>
@@ -94,6 +107,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     },
 
     async load(built) {
+      // The version guard: before anything is unloaded, the fast path included (a mismatched image is never Ready).
+      if (config.userSpaceRoot !== undefined) await checkUserSpace(config.driver, config.userSpaceRoot, await readModuleFileVersions(built.modules));
       if (config.moduleConfigDir !== undefined) {
         const fromFiles = await readModuleConfig({ dir: config.moduleConfigDir, sha256: config.moduleConfigSha256 });
         parameters = mergeModuleParameters(config.moduleParameters, fromFiles);
@@ -112,7 +127,15 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         loadModules: toLoad(built),
         competingModules: config.blacklist,
         ...(deviceUsers === undefined ? {} : { deviceUsers }),
-        unloadGuard: { stopsHolders: config.holders.length > 0, takeDown: () => guard.takeDown(lastDetection?.devices ?? []), restore: () => guard.restore() },
+        unloadGuard: {
+          // Our daemons hold the device files too: the unload checks for users after they stopped.
+          stopsHolders: config.holders.length > 0 || daemons?.supervising() === true,
+          takeDown: async () => {
+            await daemons?.stop();
+            await guard.takeDown(lastDetection?.devices ?? []);
+          },
+          restore: () => guard.restore(),
+        },
         logger: log,
       });
       const summary =
@@ -134,6 +157,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       if (config.hostBlacklistDir !== undefined) await writeHostBlacklist(config.hostBlacklistDir, config.driver, config.blacklist);
       // A teardown an earlier agent recorded and did not finish (it died after the unload): finish it.
       if (await guard.restore()) log.info('finished the restore a previous agent recorded');
+      // The daemons run beside a verified driver only (started here, again after a reload stopped them).
+      if (daemons !== undefined) await daemons.ensureRunning(lastDetection?.devices ?? []);
       return { version: built.version, modules: [...loaded.keys()], loadedDriver };
     },
 
@@ -142,6 +167,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       // Never-unload modules stay loaded on stop too; the rest of the driver's modules go.
       const pinned = new Set(config.neverUnload.map(sysfsModuleName));
       const modules = lastBuilt.modules.map((m) => m.name).filter((m) => !pinned.has(sysfsModuleName(m)));
+      await daemons?.stop();
       await unloadDriver(kernel, config.driver, modules, log, deviceUsers);
       if (firmwarePathBefore !== undefined) await restoreFirmwarePath(firmwarePathBefore);
     },

@@ -21,6 +21,8 @@ import {
 } from './kernel/kernel-errors.ts';
 import { ModuleConfigError } from './kernel/read-module-config.ts';
 import { DeviceTeardownError, HolderCommandError, VirtualFunctionsInUseError } from './teardown/teardown-errors.ts';
+import { UserSpaceMismatchError, UserSpaceUnreadableError } from './user-space/user-space-errors.ts';
+import { DaemonFailedError, FabricManagerMissingError } from './daemons/daemon-errors.ts';
 
 /** The step of the flow that failed. */
 export type AgentStep = 'detect' | 'build' | 'load' | 'verify';
@@ -58,6 +60,10 @@ export const REASONS: readonly (readonly [new (...args: never[]) => Error, strin
   [DeviceTeardownError, 'DeviceTeardownFailed'],
   [HolderCommandError, 'HolderCommandFailed'],
   [ModuleConfigError, 'ModuleConfigInvalid'],
+  [UserSpaceMismatchError, 'UserSpaceMismatch'],
+  [UserSpaceUnreadableError, 'UserSpaceUnreadable'],
+  [FabricManagerMissingError, 'FabricManagerMissing'],
+  [DaemonFailedError, 'DaemonFailed'],
 ];
 
 /** The reason of a failed step whose error is none of REASONS'. */

@@ -32,6 +32,9 @@ export const PURE_CORE: readonly string[] = [
   'agent/report/driver-state.ts',
   'agent/teardown/holder-command.ts',
   'agent/teardown/plan-device-teardown.ts',
+  'agent/user-space/plan/',
+  'agent/user-space/user-space-layout.ts',
+  'agent/daemons/plan/',
   // The init container's decider.
   'init-container/describe-safe-load-wait.ts',
   'init-container/node-api.ts',

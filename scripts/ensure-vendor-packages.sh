@@ -30,6 +30,12 @@
 # - nvidia-kernel-dkms 535.309.01-0+deb12u1 (bookworm-security, non-free): NVIDIA's proprietary
 #   modules, which build on the newest ABI (6.1.0-56), with firmware-nvidia-gsp of the same
 #   release: the `nvidia` flavour of the driver images (drivers/flavours.ts).
+# - the user space of the proprietary release, 535.309.01 (bookworm-security, non-free): libcuda1,
+#   libnvidia-ml1, libnvidia-cfg1, nvidia-smi; the version guard's test sets them against the open
+#   535.261.03 modules (a real mismatch) and the proprietary ones (a match).
+# - nvidia-persistenced 535.171.04 (contrib): Debian's one version for every release (it talks to
+#   the driver through NVML, so it does not follow the modules' version); the NVIDIA images carry it
+#   and the agent runs it beside the loaded driver.
 # - r8168-dkms (non-free), at apt's candidate.
 # Prints `<package> <directory>` per package on stdout; a package pinned at two versions (the
 # GSP firmware of each NVIDIA release) gets a line each, the directory naming the version.
@@ -44,6 +50,9 @@ nvidia_kernel=6.1.0-50-amd64
 packages=(nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1
   nvidia-kernel-dkms=535.309.01-0+deb12u1 firmware-nvidia-gsp=535.309.01-0+deb12u1
   r8168-dkms "linux-image-$nvidia_kernel")
+# The proprietary release's user space and Debian's nvidia-persistenced (see above).
+packages+=(libcuda1=535.309.01-0+deb12u1 libnvidia-ml1=535.309.01-0+deb12u1 libnvidia-cfg1=535.309.01-0+deb12u1
+  nvidia-smi=535.309.01-0+deb12u1 nvidia-persistenced=535.171.04-1~deb12u1)
 sources_file=/etc/apt/sources.list.d/driver-rollout-vendor.sources
 components="contrib non-free non-free-firmware"
 

@@ -8,11 +8,12 @@ import { identityConfig, identityFlags } from './identity.ts';
 import { kernelConfig, kernelFlags } from './kernel.ts';
 import { reportingConfig, reportingFlags } from './reporting.ts';
 import { teardownConfig, teardownFlags } from './teardown.ts';
+import { userSpaceConfig, userSpaceFlags } from './user-space.ts';
 
-/** The agent's settings, by group (identity, build, kernel, teardown, reporting): shared/config's one table shape. */
+/** The agent's settings, by group (identity, build, kernel, teardown, user space, reporting): shared/config's one table shape. */
 const AGENT_SETTINGS = {
   source: 'agent configuration',
-  settings: { ...identityFlags, ...buildFlags, ...kernelFlags, ...teardownFlags, ...reportingFlags },
+  settings: { ...identityFlags, ...buildFlags, ...kernelFlags, ...teardownFlags, ...userSpaceFlags, ...reportingFlags },
   envNames: AGENT_ENV_NAMES,
 } satisfies SettingsTable;
 
@@ -41,6 +42,7 @@ export function parseAgentConfig(argv: readonly string[], env: Readonly<Record<s
     ...buildConfig(raw, problems),
     ...kernelConfig(raw, problems),
     ...teardownConfig(raw, problems),
+    ...userSpaceConfig(raw, problems),
     ...reportingConfig(raw),
   };
   if (problems.length > 0) throw new ConfigError(AGENT_SETTINGS.source, problems);
