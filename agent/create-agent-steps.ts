@@ -14,6 +14,7 @@ import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
 import { restoreFirmwarePath, type FirmwareOptions } from './kernel/driver-firmware.ts';
 import { LOAD_PLANS } from './kernel/plan/load-plan.ts';
 import { reloadDriver } from './kernel/reload-driver.ts';
+import { readSignaturePolicy } from './kernel/read-signature-policy.ts';
 import { writeHostBlacklist } from './kernel/host-blacklist.ts';
 import { mergeModuleParameters } from './kernel/plan/module-config.ts';
 import type { ModuleParameters } from './kernel/plan/modprobe-config.ts';
@@ -115,6 +116,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       }
       const result = await reloadDriver(kernel, built, {
         tree: tree(built),
+        signaturePolicy: await readSignaturePolicy({ procDir: config.procDir }),
         hostTree: hostTree(built),
         loadPlan: LOAD_PLANS[config.loadPlan],
         enableOptional: config.loadOptional,

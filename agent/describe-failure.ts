@@ -17,6 +17,7 @@ import {
   KernelCommandError,
   ModuleBusyError,
   ModuleLoadError,
+  ModuleSignatureUntrustedError,
   NeverUnloadError,
 } from './kernel/kernel-errors.ts';
 import { ModuleConfigError } from './kernel/read-module-config.ts';
@@ -51,6 +52,7 @@ export const REASONS: readonly (readonly [new (...args: never[]) => Error, strin
   [FirmwareMissingError, 'FirmwareMissing'],
   [FirmwareUncheckableError, 'FirmwareUncheckable'],
   [NeverUnloadError, 'RebootRequired'],
+  [ModuleSignatureUntrustedError, 'ModuleSignatureUntrusted'],
   [HeldByUserModulesError, 'DriverInUse'],
   [DriverInUseError, 'DriverInUse'],
   [ModuleBusyError, 'DriverInUse'],

@@ -1,10 +1,11 @@
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { pathExists } from '../../shared/fs/if-exists.ts';
+import { pathExists, readTextIfExists } from '../../shared/fs/if-exists.ts';
 import { describeCommandFailure } from '../build/describe-command-failure.ts';
 import { FirmwareMissingError, FirmwareUncheckableError, KernelCommandError } from './kernel-errors.ts';
 import type { ModuleFile } from './kernel-port.ts';
+import { writeConfigFile } from './write-config-file.ts';
 
 /**
  * Where a driver's firmware comes from and where the kernel finds it. `request_firmware()` runs
@@ -60,14 +61,60 @@ export async function checkDeclaredFirmware(modules: readonly ModuleFile[], kern
  * release (nvidia/<version>/gsp_*.bin), so the previous driver's files stay for a rollback.
  * No-op without a source and host dir. The path parameter is written without a newline: the
  * kernel copies the string verbatim and would search "<dir>\n/...".
+ * The path it had is recorded first (PATH_BEFORE_FILE) and returned by every later call.
+ * The path is switched only after every file is in place, and each file appears under its name
+ * whole (see copyFirmwareTree): an agent killed during the copy leaves no truncated firmware the
+ * kernel could load, and the next copy finishes it.
  */
 export async function installDriverFirmware(options: FirmwareOptions): Promise<{ readonly previousPath: string } | undefined> {
   if (options.sourceDir === undefined || options.hostDir === undefined) return undefined;
-  await cp(options.sourceDir, options.hostDir, { recursive: true, force: true });
+  await copyFirmwareTree(options.sourceDir, options.hostDir);
   const classPath = options.classPathFile ?? FIRMWARE_CLASS_PATH;
-  const previousPath = (await readFile(classPath, 'utf8')).trim();
-  if (previousPath !== options.hostDir) await writeFile(classPath, options.hostDir);
-  return { previousPath };
+  const current = (await readFile(classPath, 'utf8')).trim();
+  const record = join(options.hostDir, PATH_BEFORE_FILE);
+  if (current === options.hostDir) return { previousPath: (await readTextIfExists(record)) ?? current };
+  await writeConfigFile(record, current);
+  await writeFile(classPath, options.hostDir);
+  return { previousPath: current };
+}
+
+/**
+ * In the host dir: the firmware_class path before the agent first pointed it there, so an agent
+ * started after one that died (the path already switched) still knows what to put back on stop.
+ */
+export const PATH_BEFORE_FILE = '.firmware-class-path-before';
+
+/** Suffix of a firmware file being copied; renamed to its name once whole. */
+export const PARTIAL_FIRMWARE_SUFFIX = '.driver-rollout-partial';
+
+/**
+ * Merges `source` into `target`: every file is copied to `<name>.driver-rollout-partial` and
+ * renamed to its name (atomic on one file system), symbolic links are made the same way. A
+ * partial file an earlier, killed copy left is overwritten and renamed by this one; a partial
+ * file with no source any more is removed.
+ */
+async function copyFirmwareTree(source: string, target: string): Promise<void> {
+  await mkdir(target, { recursive: true });
+  const names = new Set<string>();
+  for (const entry of await readdir(source, { withFileTypes: true })) {
+    names.add(entry.name);
+    const from = join(source, entry.name);
+    const to = join(target, entry.name);
+    const partial = `${to}${PARTIAL_FIRMWARE_SUFFIX}`;
+    if (entry.isDirectory()) {
+      await copyFirmwareTree(from, to);
+    } else if (entry.isSymbolicLink()) {
+      await rm(partial, { force: true });
+      await symlink(await readlink(from), partial);
+      await rename(partial, to);
+    } else {
+      await copyFile(from, partial);
+      await rename(partial, to);
+    }
+  }
+  for (const name of await readdir(target)) {
+    if (name.endsWith(PARTIAL_FIRMWARE_SUFFIX) && !names.has(name.slice(0, -PARTIAL_FIRMWARE_SUFFIX.length))) await rm(join(target, name), { force: true });
+  }
 }
 
 /** Puts the kernel's custom firmware path back (on stop, after the driver was unloaded). */

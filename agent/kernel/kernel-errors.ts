@@ -125,3 +125,22 @@ export class NeverUnloadError extends DriverRolloutError {
     this.modules = modules;
   }
 }
+
+/**
+ * The kernel enforces module signatures (module.sig_enforce, lockdown, Secure Boot) and would
+ * refuse modules of the driver: unsigned, or signed by a key in none of its trusted keyrings.
+ * Checked before anything is unloaded. Fields: `enforcedBy`, `untrusted` (module and signer),
+ * `trustedKeys` (names the kernel has).
+ */
+export class ModuleSignatureUntrustedError extends DriverRolloutError {
+  constructor(driver: string, enforcedBy: readonly string[], untrusted: readonly { readonly module: string; readonly signedBy: string }[], trustedKeys: readonly string[]) {
+    const signers = [...new Set(untrusted.map((u) => u.signedBy))];
+    const modules = (signedBy: string): string => untrusted.filter((u) => u.signedBy === signedBy).map((u) => u.module).join(', ');
+    const what = signers.map((s) => (s === 'unsigned' ? `${modules(s)} unsigned` : `${modules(s)} signed by ${s}, a key not in its trusted keyrings`)).join('; ');
+    super(
+      `the kernel enforces module signatures (${enforcedBy.join(', ')}) and would refuse ${driver}: ${what}; the keys it trusts: ${trustedKeys.length === 0 ? 'none' : trustedKeys.join(', ')}; ` +
+        'sign the modules with an enrolled key, or enroll the signing certificate (mokutil --import <certificate.der>, then confirm it in MokManager at the next boot); nothing was unloaded',
+      { driver, enforcedBy, untrusted, trustedKeys },
+    );
+  }
+}

@@ -73,13 +73,17 @@ export async function readLastGoodDriver(path: string): Promise<LastGoodDriver |
 }
 
 /**
- * Pure: the record describes what was running before the unload: same kernel, and every module
- * that was loaded has the recorded srcversion (none missing). Anything else (another agent's
- * driver, a module loaded by hand) is not restored: the agent only brings back what it knows.
+ * Pure: the record may be loaded again when a new driver fails: same kernel, and what of the
+ * driver is loaded now is the record's (what ran before this reload) or the new build's (a reload
+ * an earlier agent started and did not finish: killed after the unload, or between two modprobe
+ * calls). Nothing loaded counts too (the old driver was unloaded by an agent that died, or the node
+ * rebooted): the record is the last driver verified on this kernel. A module of another srcversion
+ * (another agent's driver, one loaded by hand) is never replaced: the agent only brings back what it
+ * knows. Loaded modules of other names (competing inbox modules) do not matter.
  */
-export function isLastGoodOf(record: LastGoodDriver, kernelVersion: string, before: ReadonlyMap<string, LoadedModule>): boolean {
+export function isRestorableAfter(record: LastGoodDriver, kernelVersion: string, before: ReadonlyMap<string, LoadedModule>, built: readonly ModuleFile[]): boolean {
   if (record.kernelVersion !== kernelVersion) return false;
-  const recorded = new Map(record.modules.map((m) => [m.name, m.srcversion]));
-  const ours = [...before.values()].filter((m) => recorded.has(m.name));
-  return ours.length > 0 && record.loaded.every((name) => before.has(name)) && ours.every((m) => m.srcversion === recorded.get(m.name));
+  const known = new Map<string, Set<string | undefined>>();
+  for (const m of [...record.modules, ...built]) known.set(m.name, (known.get(m.name) ?? new Set()).add(m.srcversion));
+  return [...before.values()].filter((m) => known.has(m.name)).every((m) => known.get(m.name)?.has(m.srcversion) === true);
 }

@@ -10,9 +10,11 @@ import { decideReload, type ReloadDecision } from './plan/decide-reload.ts';
 import { findMissingDependencies } from './plan/find-missing-dependencies.ts';
 import { findUndeclaredParameters } from './plan/find-undeclared-parameters.ts';
 import { checkDeclaredFirmware, installDriverFirmware, type FirmwareOptions } from './driver-firmware.ts';
-import { DriverRolledBackError, HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, NeverUnloadError } from './kernel-errors.ts';
+import { DriverRolledBackError, HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, ModuleSignatureUntrustedError, NeverUnloadError } from './kernel-errors.ts';
+import { findUntrustedModules, type ModuleSignature, type SignaturePolicy } from './plan/module-signature-trust.ts';
+import { readModuleSignature } from './read-signature-policy.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
-import { isLastGoodOf, LastGoodRecordError, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
+import { isRestorableAfter, LastGoodRecordError, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
 import { loadDriverModules, rollBack, type LoadRequest } from './load-driver-modules.ts';
 import { LOAD_PLANS, resolveLoadPlan, type LoadPlan } from './plan/load-plan.ts';
 import { parseModprobeConfig, renderBlacklist, renderModprobeOptions, type ModuleParameters } from './plan/modprobe-config.ts';
@@ -50,6 +52,14 @@ export interface ReloadDriverOptions {
    * (loaded, and not on the fast path), NeverUnloadError before anything is changed; a reboot loads the new driver.
    */
   readonly neverUnload?: readonly string[];
+  /**
+   * The running kernel's module signature policy (readSignaturePolicy): when it enforces
+   * signatures, modules it would refuse (unsigned, or signed by a key none of its keyrings holds)
+   * are refused with ModuleSignatureUntrustedError before anything is changed. None: no check.
+   */
+  readonly signaturePolicy?: SignaturePolicy;
+  /** Reads a module's signature; default `modinfo` (readModuleSignature). */
+  readonly readSignature?: (file: ModuleFile) => Promise<ModuleSignature>;
   /** Declared firmware is checked before any unload, and the driver's firmware installed; none: no check. */
   readonly firmware?: FirmwareOptions;
   /**
@@ -132,6 +142,10 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
   const unloadSet = [...new Set([...built.modules.map((m) => m.name), ...(options.alsoUnload ?? []).map(sysfsModuleName), ...planned.alsoUnload, ...competing])];
 
   const optionsFile = join(options.tree.configDir, `driver-rollout-${built.driver}.conf`);
+  const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
+  // Only a reload writes it, and removes it when done: one still there was left by an agent
+  // killed mid-reload, and must not outlive it (the fast path below never writes it).
+  await rm(blacklistFile, { force: true });
   const optionsText = renderModprobeOptions(parameters);
   const before = await readLoadedModules(kernel, unloadSet);
   const decision = withOptionsChange(decideReload(built.modules, toLoad, before, parameters), await readTextIfExists(optionsFile), optionsText);
@@ -143,12 +157,12 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
     return { outcome: 'fast-path', reason: 'loaded srcversions equal the built ones', unloaded: [], loadOrder: [], modules, requested: toLoad, preloaded: [], durationsMs: { install: 0, unload: 0, load: 0, total } };
   }
   log.info({ reason: decision.reason, skipped: planned.skipped }, 'driver needs loading');
+  await refuseUntrustedSignatures(built, options);
   refuseNeverUnload(built, options.neverUnload, before);
   const holdingUsers = planned.refusingHolders.filter((h) => [...before.values()].some((m) => m.holders.includes(h)));
   if (holdingUsers.length > 0) throw new HeldByUserModulesError(built.driver, holdingUsers);
   const guard = await refuseInUseOrGuard(built.driver, before, options);
 
-  const blacklistFile = join(options.tree.configDir, `driver-rollout-${built.driver}-blacklist.conf`);
   const previousOptions = await readTextIfExists(optionsFile);
   await writeConfigFile(optionsFile, optionsText);
   const installStarted = performance.now();
@@ -169,7 +183,7 @@ export async function reloadDriver(kernel: KernelPort, built: DriverToLoad, opti
     const unload = Math.round(performance.now() - unloadStarted);
 
     const loadStarted = performance.now();
-    const restorable = unloaded.length > 0 && lastGood !== undefined && isLastGoodOf(lastGood, built.kernelVersion, before) ? lastGood : undefined;
+    const restorable = lastGood !== undefined && isRestorableAfter(lastGood, built.kernelVersion, before, built.modules) ? lastGood : undefined;
     const modules = await loadThenRestore(
       options.unloadGuard,
       () => loadOrRollBack(kernel, { driver: built.driver, tree: options.tree, modules: built.modules, toLoad, loadOrder }, restorable, { optionsFile, previousOptions }, log),
@@ -359,6 +373,17 @@ function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undef
   const unknown = toLoad.filter((m) => !names.includes(m));
   if (unknown.length > 0) throw new DriverRolloutError(`modules to load are not part of the build: ${unknown.join(', ')}`, { unknown, built: names });
   return toLoad;
+}
+
+/** ModuleSignatureUntrustedError when the kernel enforces signatures and would refuse a module of the build. */
+async function refuseUntrustedSignatures(built: DriverToLoad, options: ReloadDriverOptions): Promise<void> {
+  const policy = options.signaturePolicy;
+  if (policy?.enforced !== true) return;
+  const read = options.readSignature ?? readModuleSignature;
+  const signatures: ModuleSignature[] = [];
+  for (const module of built.modules) signatures.push(await read(module));
+  const untrusted = findUntrustedModules(policy, signatures);
+  if (untrusted.length > 0) throw new ModuleSignatureUntrustedError(built.driver, policy.enforcedBy, untrusted, [...new Set(policy.keys.map((k) => k.name))]);
 }
 
 /** NeverUnloadError when a module the reload would unload (loaded now) is on the never-unload list. */

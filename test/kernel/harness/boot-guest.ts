@@ -68,6 +68,8 @@ export interface BootOptions {
    * missing): the guest starts from what `saveDisk()` of an earlier guest left there.
    */
   readonly diskDir?: string;
+  /** More kernel command line parameters (e.g. `module.sig_enforce=1`), after the bed's own. */
+  readonly kernelParameters?: readonly string[];
 }
 
 const READY = 'DR-GUEST-READY';
@@ -114,6 +116,7 @@ function qemuArgs(kernel: TestKernel, initramfs: string, workDir: string, option
   const cmdline = ['console=ttyS0', 'panic=-1', 'no_timer_check', `dr.work=${workDir}`, `dr.idle=${options.idleSeconds ?? 120}`];
   if (writable.length > 0) cmdline.push(`dr.rw=${writable.join(',')}`);
   if (options.diskDir !== undefined) cmdline.push(`dr.disk=${options.diskDir}`);
+  cmdline.push(...(options.kernelParameters ?? []));
   // multidevs=remap: / spans several host devices; without it inode numbers can collide in the guest.
   const share = (path: string, tag: string, extra: string): string =>
     `local,path=${path},mount_tag=${tag},security_model=none,multidevs=remap${extra}`;

@@ -1,8 +1,8 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkDeclaredFirmware } from '../../../../agent/kernel/driver-firmware.ts';
+import { checkDeclaredFirmware, installDriverFirmware, PARTIAL_FIRMWARE_SUFFIX } from '../../../../agent/kernel/driver-firmware.ts';
 import { FirmwareMissingError, FirmwareUncheckableError } from '../../../../agent/kernel/kernel-errors.ts';
 import type { ModuleFile } from '../../../../agent/kernel/kernel-port.ts';
 
@@ -48,5 +48,44 @@ describe('checkDeclaredFirmware', () => {
     expect(error.message).toBe(`firmware ${path} that nvidia needs cannot be checked (ELOOP); nothing was unloaded`);
     expect(error.fields).toEqual({ module: 'nvidia', firmware, path, code: 'ELOOP' });
     expect(error.cause).toMatchObject({ code: 'ELOOP' });
+  });
+});
+
+describe('installDriverFirmware', () => {
+  let dir: string;
+  let source: string;
+  let hostDir: string;
+  let classPathFile: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'install-firmware-'));
+    source = join(dir, 'image-firmware');
+    hostDir = join(dir, 'host', 'gpu');
+    classPathFile = join(dir, 'firmware_class-path');
+    await mkdir(join(source, 'nvidia', '580.300'), { recursive: true });
+    await writeFile(join(source, 'nvidia', '580.300', 'gsp_ga10x.bin'), 'whole firmware');
+    await symlink('gsp_ga10x.bin', join(source, 'nvidia', '580.300', 'gsp_ad10x.bin'));
+    await writeFile(classPathFile, '/opt/vendor-firmware\n');
+  });
+
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('finishes what a killed copy left (a partial file and a truncated one), and leaves no partial file', async () => {
+    await mkdir(join(hostDir, 'nvidia', '580.300'), { recursive: true });
+    await writeFile(join(hostDir, 'nvidia', '580.300', `gsp_ga10x.bin${PARTIAL_FIRMWARE_SUFFIX}`), 'whole fi');
+    await writeFile(join(hostDir, 'nvidia', '580.300', `gsp_tu10x.bin${PARTIAL_FIRMWARE_SUFFIX}`), 'of a file the source no longer has');
+    await installDriverFirmware({ sourceDir: source, hostDir, classPathFile });
+    expect((await readdir(join(hostDir, 'nvidia', '580.300'))).sort()).toEqual(['gsp_ad10x.bin', 'gsp_ga10x.bin']);
+    expect(await readFile(join(hostDir, 'nvidia', '580.300', 'gsp_ga10x.bin'), 'utf8')).toBe('whole firmware');
+    expect(await readlink(join(hostDir, 'nvidia', '580.300', 'gsp_ad10x.bin'))).toBe('gsp_ga10x.bin');
+  });
+
+  it('points firmware_class at the host dir and reports the path before it, also to a later agent that finds it switched', async () => {
+    expect(await installDriverFirmware({ sourceDir: source, hostDir, classPathFile })).toEqual({ previousPath: '/opt/vendor-firmware' });
+    expect(await readFile(classPathFile, 'utf8')).toBe(hostDir);
+    // A new agent (the one before was killed): the path is the driver's already, the record says what it was.
+    expect(await installDriverFirmware({ sourceDir: source, hostDir, classPathFile })).toEqual({ previousPath: '/opt/vendor-firmware' });
   });
 });

@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LastGoodRecordError, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from '../../../../agent/kernel/last-good-driver.ts';
+import { isRestorableAfter, LastGoodRecordError, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from '../../../../agent/kernel/last-good-driver.ts';
+import type { LoadedModule } from '../../../../shared/kmod/loaded-module.ts';
 
 const RECORD: LastGoodDriver = {
   driver: 'gpu',
@@ -50,5 +51,26 @@ describe('the last good driver record', () => {
     expect((error as LastGoodRecordError).fields).toMatchObject({ path: file, field });
     expect((error as LastGoodRecordError).message).toContain(`last good driver record ${file}`);
     expect((error as LastGoodRecordError).cause).toBeDefined();
+  });
+});
+
+describe('isRestorableAfter: may a failing reload go back to the record?', () => {
+  const KVER = RECORD.kernelVersion;
+  const NEW = [
+    { name: 'nvidia', path: '/cache/gpu-new/nvidia.ko', srcversion: 'NEW123', version: '580.200', dependsOn: [] },
+    { name: 'nvidia_uvm', path: '/cache/gpu-new/nvidia-uvm.ko', srcversion: 'NEWUVM', version: '580.200', dependsOn: ['nvidia'] },
+  ];
+  const loaded = (...modules: (readonly [string, string | undefined])[]): Map<string, LoadedModule> =>
+    new Map(modules.map(([name, srcversion]) => [name, { name, refcnt: 0, holders: [], srcversion, version: undefined, parameters: {} }]));
+
+  it.each([
+    { what: 'the recorded driver is loaded (the reload unloads it)', before: loaded(['nvidia', 'ABC123'], ['nvidia_uvm', undefined]), kernel: KVER, restorable: true },
+    { what: 'nothing of the driver is loaded (an agent killed after the unload, or a reboot)', before: loaded(), kernel: KVER, restorable: true },
+    { what: 'part of the new build is loaded (killed between two modprobe calls)', before: loaded(['nvidia', 'NEW123']), kernel: KVER, restorable: true },
+    { what: 'a competing inbox module is loaded besides', before: loaded(['nouveau', 'INBOX1']), kernel: KVER, restorable: true },
+    { what: 'a module of the driver of another srcversion is loaded (by hand, another agent)', before: loaded(['nvidia', 'HAND99']), kernel: KVER, restorable: false },
+    { what: 'the record is for another kernel', before: loaded(), kernel: '6.1.0-99-amd64', restorable: false },
+  ])('$what: $restorable', ({ before, kernel, restorable }) => {
+    expect(isRestorableAfter(RECORD, kernel, before, NEW)).toBe(restorable);
   });
 });

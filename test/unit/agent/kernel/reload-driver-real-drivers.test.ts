@@ -123,9 +123,11 @@ describe('reloadDriver for real drivers (simulated kernel: what the QEMU guest s
     expect((await loaded()).filter((m) => m.startsWith('nvidia'))).toEqual([]);
   });
 
-  it('rolls back to the last good driver when the new one fails to load after the old one was unloaded', async () => {
-    // The simulated kernel fails inits by module name; only the new build's insert must fail here,
-    // so the failure is lifted at the third nvidia_modeset insert (the rollback's).
+  /**
+   * The simulated kernel fails inits by module name; only the new build's insert must fail in the
+   * rollback specs, so the failure is lifted at the third nvidia_modeset insert (the rollback's).
+   */
+  async function useKernelLiftingModesetFailureAtThirdInsert(): Promise<void> {
     let modesetInserts = 0;
     kernel = new SimulatedKernel({
       sysModuleDir: scratch.sysModuleDir,
@@ -136,6 +138,10 @@ describe('reloadDriver for real drivers (simulated kernel: what the QEMU guest s
       },
     });
     await kernel.installModules(hostTree, '../kernel', INBOX);
+  }
+
+  it('rolls back to the last good driver when the new one fails to load after the old one was unloaded', async () => {
+    await useKernelLiftingModesetFailureAtThirdInsert();
     await reloadDriver(kernel, anNvidiaDriver('580.142'), nvidia({ parameters: { nvidia: {} } }));
     kernel.failInit('nvidia_modeset', 'No such device');
     const attempt = reloadDriver(kernel, anNvidiaDriver('580.200'), nvidia());
@@ -147,6 +153,18 @@ describe('reloadDriver for real drivers (simulated kernel: what the QEMU guest s
     expect((await kernel.readModule('nvidia'))?.srcversion).toBe(fakeSrcversion('nvidia', '580.142'));
     // The record still names the driver that runs.
     expect((await readLastGoodDriver(options().lastGoodFile ?? ''))?.version).toBe('580.142');
+  });
+
+  // An agent killed after the unload (or a reboot) leaves nothing of the driver loaded: the next
+  // agent's failing load still ends on the last driver verified on this kernel.
+  it('rolls back to the last good driver when nothing of the driver is loaded any more and the new one fails', async () => {
+    await useKernelLiftingModesetFailureAtThirdInsert();
+    await reloadDriver(kernel, anNvidiaDriver('580.142'), nvidia());
+    for (const m of ['nvidia_modeset', 'nvidia_uvm', 'nvidia']) await kernel.unload(m);
+    kernel.failInit('nvidia_modeset', 'No such device');
+    const attempt = reloadDriver(kernel, anNvidiaDriver('580.200'), nvidia());
+    await expect(attempt).rejects.toThrow(DriverRolledBackError);
+    expect((await loaded()).filter((m) => m.startsWith('nvidia'))).toEqual(['nvidia@580.142', 'nvidia_modeset@580.142', 'nvidia_uvm@580.142']);
   });
 
   it('an unreadable last good record leaves nothing to roll back to: the load goes on, and a good record replaces it', async () => {

@@ -130,6 +130,14 @@ describe('reloadDriver with the simulated kernel', () => {
     expect(await pathExists(blacklistFile())).toBe(false);
   });
 
+  it('removes a blacklist an agent killed mid-reload left behind, also when the driver is already loaded (fast path)', async () => {
+    await reloadDriver(kernel, v1, options({ competingModules: ['nouveau'] }));
+    await writeFile(blacklistFile(), 'blacklist nouveau\n');
+    const result = await reloadDriver(kernel, v1, options({ competingModules: ['nouveau'] }));
+    expect(result.outcome).toBe('fast-path');
+    expect(await pathExists(blacklistFile())).toBe(false);
+  });
+
   it('a failing modprobe ends in a ModuleLoadError naming the module and the reason, unloads what did load, and removes the blacklist', async () => {
     kernel.failInit('drsample_net', 'No such device');
     const attempt = reloadDriver(kernel, v1, options({ competingModules: ['nouveau'] }));

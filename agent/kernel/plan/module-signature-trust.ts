@@ -1,0 +1,93 @@
+/**
+ * Will the running kernel accept these modules' signatures? Pure: the kernel's policy and keys come
+ * in as text read from /sys and /proc, the modules' signatures as `modinfo` reports them.
+ */
+
+/** A key the kernel trusts for modules, as /proc/keys describes it: `<subject CN>: <key id hex>`. */
+export interface TrustedKey {
+  /** The certificate's subject common name (what `modinfo -F signer` shows for modules it signed). */
+  readonly name: string;
+  /** Lower-case hex: the certificate's subject key identifier (or its serial number when it has none). */
+  readonly id: string;
+}
+
+/** Whether the kernel refuses unsigned or untrusted modules, and why. */
+export interface SignaturePolicy {
+  /** `module.sig_enforce=1` (or CONFIG_MODULE_SIG_FORCE), or lockdown in integrity/confidentiality mode (Secure Boot). */
+  readonly enforced: boolean;
+  /** What enforces it: `module.sig_enforce`, `lockdown=integrity`; empty when not enforced. */
+  readonly enforcedBy: readonly string[];
+  /** Asymmetric keys in the kernel's keyrings (.builtin_trusted_keys, .secondary_trusted_keys, .machine, .platform). */
+  readonly keys: readonly TrustedKey[];
+}
+
+/** A module's appended signature as `modinfo` shows it; `undefined` signer: unsigned. */
+export interface ModuleSignature {
+  readonly module: string;
+  /** `modinfo -F signer`: the signing certificate's subject CN. */
+  readonly signer: string | undefined;
+  /** `modinfo -F sig_key`: colon hex (`66:F5:...`), the certificate's serial number (or key id with sign-file -k). */
+  readonly key: string | undefined;
+}
+
+export interface UntrustedModule {
+  readonly module: string;
+  /** `unsigned`, or `"<signer>" (key <colon hex>)`. */
+  readonly signedBy: string;
+}
+
+/**
+ * The kernel's policy from its files: `/sys/module/module/parameters/sig_enforce` (`Y`/`N`, absent
+ * without CONFIG_MODULE_SIG), `/sys/kernel/security/lockdown` (`none [integrity] confidentiality`,
+ * absent without securityfs or the LSM) and `/proc/keys`.
+ */
+export function parseSignaturePolicy(files: { readonly sigEnforce: string | undefined; readonly lockdown: string | undefined; readonly procKeys: string }): SignaturePolicy {
+  const enforcedBy: string[] = [];
+  if (files.sigEnforce?.trim() === 'Y') enforcedBy.push('module.sig_enforce');
+  const lockdown = /\[(\w+)\]/.exec(files.lockdown ?? '')?.[1];
+  if (lockdown !== undefined && lockdown !== 'none') enforcedBy.push(`lockdown=${lockdown}`);
+  return { enforced: enforcedBy.length > 0, enforcedBy, keys: parseProcKeys(files.procKeys) };
+}
+
+/**
+ * The asymmetric keys in /proc/keys: `<id> <flags> <usage> <timeout> <perm> <uid> <gid> asymmetri
+ * <CN>: <hex>: X509.rsa <short id> []`. The keyrings themselves (type `keyring`) are not keys. Every
+ * asymmetric key root can see there is in a system keyring in practice: /proc/keys does not say
+ * which (that needs keyctl), so one only in .platform (firmware db keys, trusted for kexec) counts too.
+ */
+export function parseProcKeys(text: string): TrustedKey[] {
+  const keys: TrustedKey[] = [];
+  for (const line of text.split('\n')) {
+    const match = /^\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+asymmetri\s+(.+?): ([0-9a-f]+)(?::|$)/.exec(line.trim());
+    if (match?.[1] !== undefined && match[2] !== undefined) keys.push({ name: match[1], id: match[2] });
+  }
+  return keys;
+}
+
+/** `66:F5:4E` → `66f54e`. */
+export function keyIdHex(colonHex: string): string {
+  return colonHex.replaceAll(':', '').toLowerCase();
+}
+
+/**
+ * The modules the kernel would refuse under `policy` (none when not enforced): unsigned ones, and
+ * ones whose signer is no trusted key. A key is matched by id when the module names the key id
+ * (sign-file -k), else by the signer's name: /proc/keys shows a key's subject key identifier while
+ * a module names its certificate's serial number, so two certificates of one name are not told
+ * apart (the kernel's own refusal at load still ends in the rollback).
+ */
+export function findUntrustedModules(policy: SignaturePolicy, signatures: readonly ModuleSignature[]): UntrustedModule[] {
+  if (!policy.enforced) return [];
+  return signatures.filter((s) => !isTrusted(policy.keys, s)).map((s) => ({ module: s.module, signedBy: describeSigner(s) }));
+}
+
+function isTrusted(keys: readonly TrustedKey[], signature: ModuleSignature): boolean {
+  if (signature.signer === undefined) return false;
+  const id = signature.key === undefined ? undefined : keyIdHex(signature.key);
+  return keys.some((k) => k.id === id) || keys.some((k) => k.name === signature.signer);
+}
+
+export function describeSigner(signature: ModuleSignature): string {
+  if (signature.signer === undefined) return 'unsigned';
+  return `"${signature.signer}"${signature.key === undefined ? '' : ` (key ${signature.key})`}`;
+}
