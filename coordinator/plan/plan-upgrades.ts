@@ -35,7 +35,7 @@ import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
-import { windowStateAt } from './maintenance-windows.ts';
+import { windowStateAt, type WindowState } from './maintenance-windows.ts';
 import { cordonLost } from './cordon-lost.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
@@ -116,10 +116,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     dependents: snapshot.dependents ?? [],
     disruptions: poolDisruptions(budgets.values()),
   };
-  for (const { node } of records) {
-    const pool = node.pool.kind === 'pool' ? pacing.get(node.pool.pool.name) : undefined;
-    if (pool !== undefined) countPacing(pool, node, ctx);
-  }
+  countPoolPacing(records, pacing, ctx);
 
   const candidates: NodeRecord[] = [];
   /** Per pool, the slots step 1 gives back once its plans are stored. */
@@ -141,12 +138,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     daemonSets: snapshot.daemonSets,
     approval: snapshot.rollout.approval ?? null,
   });
-  if (canary.actions.size > 0) {
-    for (const record of records) {
-      const marks = canary.actions.get(record.node.view.snapshot.name);
-      if (marks !== undefined) addActions(record, marks);
-    }
-  }
+  addCanaryMarks(records, canary.actions);
   // Field by field, not a spread of ctx: a spread's shape is made per pass and dropped with it,
   // and with it the optimised code of the checks and handlers that read the context.
   const startCtx: StartContext = {
@@ -169,8 +161,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
 
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
-  // A window that opens or closes changes the status (and the holds) with nothing else changed.
-  let nextWakeAt: number | null = window === null ? null : window.open ? window.closesAt : window.nextOpening;
+  let nextWakeAt = windowChangeAt(window);
   const tally = startTally(budgets, policy);
   for (const record of records) {
     recordReasonAnnotation(record, policy);
@@ -181,6 +172,29 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
   }
   const status = buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window, canary: canary.status, alertGate: startCtx.alertGate });
   return { nodePlans, reasons, nextWakeAt, status, rollback: canary.rollback };
+}
+
+/** Each pool's last start and soaking nodes, read from its nodes' annotations (pacing.ts). */
+function countPoolPacing(records: readonly NodeRecord[], pacing: ReadonlyMap<string, PoolPacing>, ctx: StepContext): void {
+  for (const { node } of records) {
+    const pool = node.pool.kind === 'pool' ? pacing.get(node.pool.pool.name) : undefined;
+    if (pool !== undefined) countPacing(pool, node, ctx);
+  }
+}
+
+/** The canary's node marks (canary-gate.ts) join each marked node's actions. */
+function addCanaryMarks(records: readonly NodeRecord[], marks: ReadonlyMap<string, readonly NodeAction[]>): void {
+  if (marks.size === 0) return;
+  for (const record of records) {
+    const mine = marks.get(record.node.view.snapshot.name);
+    if (mine !== undefined) addActions(record, mine);
+  }
+}
+
+/** A window that opens or closes changes the status (and the holds) with nothing else changed: the plan wakes then. */
+function windowChangeAt(window: WindowState | null): number | null {
+  if (window === null) return null;
+  return window.open ? window.closesAt : window.nextOpening;
 }
 
 function indexPdbs(pdbs: readonly PdbSnapshot[]): Map<string, PdbSnapshot[]> {
