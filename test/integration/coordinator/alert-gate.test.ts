@@ -67,6 +67,8 @@ describe('the alert gate, against a real Prometheus', () => {
     world.onTearDown(() => prometheus.stop());
     // TestNoise fires all along and is ignored: only TestGate holds.
     await world.createRollout({ alertGate: { url: prometheus.url, alerts: ['Test.*'], ignore: ['TestNoise'], intervalSeconds: 5, timeoutSeconds: 2 } });
+    // The coordinator's first poll already finds TestNoise firing: the gate must ignore it.
+    await waitUntil('TestNoise to fire', async () => ((await alertState(prometheus, 'TestNoise')) === 'firing' ? true : undefined), { timeoutMs: HANG_MS, intervalMs: 500 });
     await world.startCoordinator();
     await world.waitForStates({ [node]: 'upgrade-done' }, HANG_MS);
     await world.waitForStatus('the gate open', (s) => (s.alertGate as { state?: string } | undefined)?.state === 'open', HANG_MS);
