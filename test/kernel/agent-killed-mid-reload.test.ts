@@ -16,6 +16,7 @@ import { defaultCacheDir } from './harness/build-initramfs.ts';
 import { isReadable } from './harness/is-readable.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
 import { GUEST_NODE_COMPILE_CACHE, projectNode, shellQuote } from './harness/run-guest-scenario.ts';
+import { GUEST_AGENT_ENV } from './harness/guest-agent-env.ts';
 
 /*
  * An agent killed mid-reload (issue 33), on Debian's kernel under QEMU. One node (one lock,
@@ -162,11 +163,7 @@ function agentEnv(version: Version, options: { readonly bigFirmware?: boolean; r
     READY_FILE: `${NODE}/.driver-ready`,
     LOCK_PATH: `${NODE}/agent.lock`,
     NEXT_KERNEL_PREFLIGHT: 'false',
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    RETRY_INITIAL_SECONDS: '600',
-    RETRY_MAX_SECONDS: '600',
-    LOG_LEVEL: 'debug',
+    ...GUEST_AGENT_ENV,
   };
 }
 

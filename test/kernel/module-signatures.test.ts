@@ -12,6 +12,7 @@ import { defaultCacheDir } from './harness/build-initramfs.ts';
 import { findTestKernel } from './harness/find-test-kernel.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
 import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
+import { GUEST_AGENT_ENV } from './harness/guest-agent-env.ts';
 
 /*
  * Secure Boot's module signature check (issue 33), on Debian's kernel under QEMU booted with
@@ -89,11 +90,7 @@ function agentEnv(version: string, prebuilt: 'debian' | 'unsigned' | 'own-key'):
     MODULE_ROOT: `${STATE}/${MODULE}/root`,
     CACHE_DIR: `${STATE}/cache`,
     NEXT_KERNEL_PREFLIGHT: 'false',
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    RETRY_INITIAL_SECONDS: '600',
-    RETRY_MAX_SECONDS: '600',
-    LOG_LEVEL: 'debug',
+    ...GUEST_AGENT_ENV,
   };
 }
 

@@ -14,6 +14,7 @@ import { defaultCacheDir } from './harness/build-initramfs.ts';
 import { findTestKernel, type TestKernel } from './harness/find-test-kernel.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
 import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
+import { GUEST_AGENT_ENV } from './harness/guest-agent-env.ts';
 
 /*
  * The NVIDIA driver images' modules (drivers/build-driver-images.ts: NVIDIA's proprietary
@@ -133,11 +134,7 @@ describe.each(CASES.map((c) => [c.flavour.name, c] as const))("the %s driver ima
     FIRMWARE_DIR: join(hostDir, 'firmware'),
     FIRMWARE_HOST_DIR: `${STATE}/gpu/firmware`,
     CACHE_DIR: `${STATE}/cache`,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    RETRY_INITIAL_SECONDS: '600',
-    RETRY_MAX_SECONDS: '600',
-    LOG_LEVEL: 'debug',
+    ...GUEST_AGENT_ENV,
   });
 
   it('fails the load cleanly: LoadFailed naming nvidia (modprobe blamed nvidia_uvm), no NVIDIA module left, the previous driver untouched', async () => {
