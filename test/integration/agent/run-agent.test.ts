@@ -283,7 +283,9 @@ describe('runAgent with the simulated kernel', { timeout: 300_000 }, () => {
   it('a load failing on a GPU that nouveau holds says so', async () => {
     const node = await aNode(aNouveauNode());
     node.kernel.failInit('drsample_core', 'No such device');
-    const agent = startAgent(node, { deviceKind: 'gpu' });
+    // A cache of its own: the shared one holds an earlier test's last-good record, which this
+    // fresh node would roll back to.
+    const agent = startAgent(node, { deviceKind: 'gpu', cacheDir: join(node.dir, 'cache') });
     const failed = await agent.next('Failed');
     expect(failed.reason).toBe('LoadFailed');
     expect(failed.message).toBe(
