@@ -17,7 +17,8 @@ import { createNodeLabelWriter, createNodeMetadataWriter } from './report/node-l
 import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
-import { buildDriverFor, createAgentSteps } from './create-agent-steps.ts';
+import { buildDriverFor, createAgentSteps, judgeNextKernelSignatures } from './create-agent-steps.ts';
+import { renderSignatureVerdict } from '../shared/module-signature-verdict.ts';
 import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
 import { findInstalledKernels } from './build/find-installed-kernels.ts';
 import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
@@ -95,7 +96,8 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   });
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
-  const steps = createAgentSteps(config, kernel, hostInfo, log);
+  const writeVerdict = createNodeMetadataWriter(core, config.nodeName);
+  const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => writeVerdict({ labels: {}, annotations: { [keys.moduleSignatures]: renderSignatureVerdict(verdict) } }));
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
     statusServer,
@@ -149,6 +151,7 @@ function createPreflight(config: AgentConfig, core: CoreV1Api, keys: DriverKeys,
         context: { driver: config.driver, version: config.driverVersion },
         findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
         build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log: preflightLog, signal: buildSignal, background: true }),
+        judgeSignatures: (built) => judgeNextKernelSignatures(config, built),
         writeLabels: createNodeLabelWriter(core, config.nodeName),
         recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
         metrics,
