@@ -18,7 +18,9 @@ import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
 import { buildDriverFor, createAgentSteps, judgeNextKernelSignatures } from './create-agent-steps.ts';
-import { renderSignatureVerdict } from '../shared/module-signature-verdict.ts';
+import { renderSignatureVerdict, type SignatureVerdict } from '../shared/module-signature-verdict.ts';
+import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
+import { createLatestWinsWriter } from './report/latest-wins-writer.ts';
 import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
 import { findInstalledKernels } from './build/find-installed-kernels.ts';
 import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
@@ -96,8 +98,12 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   });
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
-  const writeVerdict = createNodeMetadataWriter(core, config.nodeName);
-  const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => writeVerdict({ labels: {}, annotations: { [keys.moduleSignatures]: renderSignatureVerdict(verdict) } }));
+  const writeNodeMetadata = createNodeMetadataWriter(core, config.nodeName);
+  const verdictWriter = createLatestWinsWriter<SignatureVerdict>((verdict) => writeNodeMetadata({ labels: {}, annotations: { [keys.moduleSignatures]: renderSignatureVerdict(verdict) } }), {
+    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
+    onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot write the module-signature verdict; retrying'); },
+  });
+  const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => { verdictWriter.set(verdict); });
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
     statusServer,
@@ -126,6 +132,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
         );
       } finally {
         loopRunning = false;
+        verdictWriter.stop();
       }
     },
     close: () => statusServer.close(),

@@ -17,7 +17,6 @@ import { reloadDriver } from './kernel/reload-driver.ts';
 import { readModuleSignature, readSignaturePolicy, readSignaturesFor } from './kernel/read-signature-policy.ts';
 import { signatureVerdict, type SignaturePolicy } from './kernel/plan/module-signature-trust.ts';
 import type { SignatureVerdict } from '../shared/module-signature-verdict.ts';
-import { toError } from '../shared/errors.ts';
 import { writeHostBlacklist } from './kernel/host-blacklist.ts';
 import { mergeModuleParameters } from './kernel/plan/module-config.ts';
 import type { ModuleParameters } from './kernel/plan/modprobe-config.ts';
@@ -76,11 +75,11 @@ export async function judgeNextKernelSignatures(config: AgentConfig, built: Buil
 }
 
 /**
- * Publishes the module-signature verdict on the node (shared/module-signature-verdict.ts). A
- * failed write is logged and does not stop the load: the next attempt writes again, and the
- * reload refuses untrusted modules itself.
+ * Hands the module-signature verdict to what writes it on the node (shared/module-signature-verdict.ts),
+ * without waiting: a slow or failing API server never delays the load, and the reload refuses
+ * untrusted modules itself.
  */
-export type PublishSignatureVerdict = (verdict: SignatureVerdict) => Promise<void>;
+export type PublishSignatureVerdict = (verdict: SignatureVerdict) => void;
 
 /**
  * The flow's steps over detection, buildDriver and reloadDriver. Every load first judges the
@@ -138,11 +137,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     async load(built) {
       const signaturePolicy = await readSignaturePolicy({ procDir: config.procDir });
       const signatures = await readSignaturesFor(signaturePolicy, built.modules);
-      if (publishVerdict !== undefined) {
-        await publishVerdict(signatureVerdict(signaturePolicy, signatures, { fingerprint, kernel: built.kernelVersion })).catch((error: unknown) => {
-          log.warn({ err: toError(error) }, 'cannot publish the module-signature verdict; the next attempt writes it again');
-        });
-      }
+      publishVerdict?.(signatureVerdict(signaturePolicy, signatures, { fingerprint, kernel: built.kernelVersion }));
       // The version guard: before anything is unloaded, the fast path included (a mismatched image is never Ready).
       if (config.userSpaceRoot !== undefined) await checkUserSpace(config.driver, config.userSpaceRoot, await readModuleFileVersions(built.modules));
       if (config.moduleConfigDir !== undefined) {

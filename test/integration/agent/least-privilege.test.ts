@@ -115,9 +115,11 @@ describe('the agent with the driver service account (token bound to its pod)', (
       const annotations = (await core.readNode({ name: nodeName })).metadata?.annotations ?? {};
       const loaded = parseLoadedDriver(annotations[keys.driverLoaded]);
       expect(loaded).toMatchObject({ pod: `${ns.name}/${pod}`, version: '24.10-1.1.4.0' });
-      // Written before the load: the kernel's verdict on the modules' signatures, about the identity loaded
-      // (accepted: the load went on; this kernel enforces nothing or trusts them).
-      expect(parseSignatureVerdict(annotations[keys.moduleSignatures] ?? '')).toMatchObject({ fingerprint: loaded?.fingerprint, kernel: installedHeadersKernel(), untrusted: [] });
+      // Handed to its writer before the load: the kernel's verdict on the modules' signatures, about the
+      // identity loaded (accepted: the load went on; this kernel enforces nothing or trusts them).
+      const verdict = await waitUntil('the module-signature verdict on the node', async () =>
+        parseSignatureVerdict((await core.readNode({ name: nodeName })).metadata?.annotations?.[keys.moduleSignatures] ?? '') ?? undefined);
+      expect(verdict).toMatchObject({ fingerprint: loaded?.fingerprint, kernel: installedHeadersKernel(), untrusted: [] });
       const events = await waitUntil('the DriverLoaded Event on the node', async () => {
         const list = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${nodeName}` });
         const found = list.items.filter((e) => e.reason === 'DriverLoaded');
