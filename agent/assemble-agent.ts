@@ -17,7 +17,10 @@ import { createNodeLabelWriter, createNodeMetadataWriter } from './report/node-l
 import { createPodConditionWriter } from './report/pod-condition.ts';
 import { createStateReporter, type StateReporter } from './report/state-reporter.ts';
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
-import { buildDriverFor, createAgentSteps } from './create-agent-steps.ts';
+import { buildDriverFor, createAgentSteps, judgeNextKernelSignatures } from './create-agent-steps.ts';
+import { renderSignatureVerdict, type SignatureVerdict } from '../shared/module-signature-verdict.ts';
+import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
+import { createLatestWinsWriter } from './report/latest-wins-writer.ts';
 import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
 import { findInstalledKernels } from './build/find-installed-kernels.ts';
 import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
@@ -95,7 +98,12 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   });
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
-  const steps = createAgentSteps(config, kernel, hostInfo, log);
+  const writeNodeMetadata = createNodeMetadataWriter(core, config.nodeName);
+  const verdictWriter = createLatestWinsWriter<SignatureVerdict>((verdict) => writeNodeMetadata({ labels: {}, annotations: { [keys.moduleSignatures]: renderSignatureVerdict(verdict) } }), {
+    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
+    onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot write the module-signature verdict; retrying'); },
+  });
+  const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => { verdictWriter.set(verdict); });
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
     statusServer,
@@ -124,6 +132,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
         );
       } finally {
         loopRunning = false;
+        verdictWriter.stop();
       }
     },
     close: () => statusServer.close(),
@@ -149,6 +158,7 @@ function createPreflight(config: AgentConfig, core: CoreV1Api, keys: DriverKeys,
         context: { driver: config.driver, version: config.driverVersion },
         findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
         build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log: preflightLog, signal: buildSignal, background: true }),
+        judgeSignatures: (built) => judgeNextKernelSignatures(config, built),
         writeLabels: createNodeLabelWriter(core, config.nodeName),
         recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
         metrics,

@@ -14,7 +14,9 @@ import type { KernelPort, ModuleTree } from './kernel/kernel-port.ts';
 import { restoreFirmwarePath, type FirmwareOptions } from './kernel/driver-firmware.ts';
 import { LOAD_PLANS } from './kernel/plan/load-plan.ts';
 import { reloadDriver } from './kernel/reload-driver.ts';
-import { readSignaturePolicy } from './kernel/read-signature-policy.ts';
+import { readModuleSignature, readSignaturePolicy, readSignaturesFor } from './kernel/read-signature-policy.ts';
+import { signatureVerdict, type SignaturePolicy } from './kernel/plan/module-signature-trust.ts';
+import type { SignatureVerdict } from '../shared/module-signature-verdict.ts';
 import { writeHostBlacklist } from './kernel/host-blacklist.ts';
 import { mergeModuleParameters } from './kernel/plan/module-config.ts';
 import type { ModuleParameters } from './kernel/plan/modprobe-config.ts';
@@ -59,8 +61,32 @@ export function buildDriverFor(
   });
 }
 
-/** The flow's steps over detection, buildDriver and reloadDriver. */
-export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger): AgentSteps {
+/**
+ * The verdict of an installed, not running kernel on the driver built for it (the next-kernel
+ * preflight). Its policy is taken to be the running kernel's: the same firmware (Secure Boot),
+ * the same boot command line (module.sig_enforce, lockdown) and the same machine and platform
+ * keys (MOK, db). Not seen: keys built into that kernel only, a CONFIG_MODULE_SIG_FORCE of its
+ * own, and a key pending enrollment (mokutil --import) until the reboot that enrolls it.
+ * `policy`: that policy as already read.
+ */
+export async function judgeNextKernelSignatures(config: AgentConfig, built: BuiltDriver, policy?: SignaturePolicy): Promise<SignatureVerdict> {
+  const expected = policy ?? (await readSignaturePolicy({ procDir: config.procDir }));
+  return signatureVerdict(expected, await readSignaturesFor(expected, built.modules), { fingerprint: driverFingerprint(driverIdentityOf(config)), kernel: built.kernelVersion });
+}
+
+/**
+ * Hands the module-signature verdict to what writes it on the node (shared/module-signature-verdict.ts),
+ * without waiting: a slow or failing API server never delays the load, and the reload refuses
+ * untrusted modules itself.
+ */
+export type PublishSignatureVerdict = (verdict: SignatureVerdict) => void;
+
+/**
+ * The flow's steps over detection, buildDriver and reloadDriver. Every load first judges the
+ * build's signatures under the running kernel's policy and publishes that verdict
+ * (`publishVerdict`), before anything is unloaded, the fast path included.
+ */
+export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger, publishVerdict?: PublishSignatureVerdict): AgentSteps {
   const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const hostTree = (built: BuiltDriver): ModuleTree => ({ root: config.hostModuleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const firmware: FirmwareOptions = { sourceDir: config.firmwareDir, hostDir: config.firmwareHostDir, hostRoots: config.hostFirmwareRoots };
@@ -88,7 +114,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   });
   // Names the processes behind a "driver is in use" refusal when the device files are known.
   // What a verified load publishes on the node (the coordinator's restart-only path reads it).
-  const loadedDriver = renderLoadedDriver({ pod: `${config.podNamespace}/${config.podName}`, fingerprint: driverFingerprint(driverIdentityOf(config)) });
+  const fingerprint = driverFingerprint(driverIdentityOf(config));
+  const loadedDriver = renderLoadedDriver({ pod: `${config.podNamespace}/${config.podName}`, fingerprint });
   const deviceUsers: DeviceUserLookup | undefined =
     config.deviceFilePrefixes.length === 0 ? undefined : { devicePrefixes: config.deviceFilePrefixes, procDir: config.procDir };
   // The daemons of the driver's user space; none without a user-space root.
@@ -108,6 +135,9 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
     },
 
     async load(built) {
+      const signaturePolicy = await readSignaturePolicy({ procDir: config.procDir });
+      const signatures = await readSignaturesFor(signaturePolicy, built.modules);
+      publishVerdict?.(signatureVerdict(signaturePolicy, signatures, { fingerprint, kernel: built.kernelVersion }));
       // The version guard: before anything is unloaded, the fast path included (a mismatched image is never Ready).
       if (config.userSpaceRoot !== undefined) await checkUserSpace(config.driver, config.userSpaceRoot, await readModuleFileVersions(built.modules));
       if (config.moduleConfigDir !== undefined) {
@@ -116,7 +146,12 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       }
       const result = await reloadDriver(kernel, built, {
         tree: tree(built),
-        signaturePolicy: await readSignaturePolicy({ procDir: config.procDir }),
+        signaturePolicy,
+        // The signatures the verdict was made of: the refusal and the verdict cannot disagree.
+        readSignature: (file) => {
+          const read = signatures.find((sig) => sig.module === file.name);
+          return read === undefined ? readModuleSignature(file) : Promise.resolve(read);
+        },
         hostTree: hostTree(built),
         loadPlan: LOAD_PLANS[config.loadPlan],
         enableOptional: config.loadOptional,

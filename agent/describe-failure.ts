@@ -35,6 +35,9 @@ export interface FailureDescription {
   readonly message: string;
 }
 
+/** The reason of a driver whose modules the kernel would refuse (also the next-kernel preflight's). */
+export const MODULE_SIGNATURE_UNTRUSTED = 'ModuleSignatureUntrusted';
+
 /**
  * Known errors first (most specific class first), in order; anything else is named after its step.
  * Every reason here and in STEP_REASONS has an entry in docs/runbook.md (test/unit/docs/runbook.test.ts).
@@ -52,7 +55,7 @@ export const REASONS: readonly (readonly [new (...args: never[]) => Error, strin
   [FirmwareMissingError, 'FirmwareMissing'],
   [FirmwareUncheckableError, 'FirmwareUncheckable'],
   [NeverUnloadError, 'RebootRequired'],
-  [ModuleSignatureUntrustedError, 'ModuleSignatureUntrusted'],
+  [ModuleSignatureUntrustedError, MODULE_SIGNATURE_UNTRUSTED],
   [HeldByUserModulesError, 'DriverInUse'],
   [DriverInUseError, 'DriverInUse'],
   [ModuleBusyError, 'DriverInUse'],

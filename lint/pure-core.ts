@@ -20,6 +20,7 @@ export const PURE_CORE: readonly string[] = [
   'shared/keys.ts',
   'shared/kmod/find-module-users.ts',
   'shared/kmod/loaded-module.ts',
+  'shared/module-signature-verdict.ts',
   'shared/node-annotations.ts',
   // The agent's deciders, and the port and device types they decide over.
   'agent/kernel/plan/',

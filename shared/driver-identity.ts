@@ -144,21 +144,31 @@ export function renderLoadedDriver(loaded: LoadedDriver): string {
 
 /** Reads the annotation; the driver part is re-canonicalised. null when absent or not ours. */
 export function parseLoadedDriver(text: string | undefined): PublishedDriver | null {
-  if (text === undefined) return null;
+  const parsed = text === undefined ? null : parseJsonObject(text);
+  if (parsed === null) return null;
+  const { pod, driver } = parsed;
+  const identity = driverIdentityIn(driver);
+  return typeof pod !== 'string' || identity === null ? null : { pod, fingerprint: driverFingerprint(identity), version: identity.version };
+}
+
+/** `text` as a JSON object; null when it is not JSON or not an object. */
+export function parseJsonObject(text: string): Record<string, unknown> | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return null;
   }
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  const { pod, driver } = parsed as { pod?: unknown; driver?: unknown };
-  if (typeof pod !== 'string' || typeof driver !== 'object' || driver === null) return null;
-  const identity = toIdentity(driver as Record<string, unknown>);
-  return identity === null ? null : { pod, fingerprint: driverFingerprint(identity), version: identity.version };
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
 }
 
-function toIdentity(d: Record<string, unknown>): DriverIdentity | null {
+/** The identity a published record's `driver` part holds (parseDriverIdentity); null when it is not an object or not an identity. */
+export function driverIdentityIn(driver: unknown): DriverIdentity | null {
+  return typeof driver === 'object' && driver !== null ? parseDriverIdentity(driver as Record<string, unknown>) : null;
+}
+
+/** An identity as JSON parsed it (the `driver` part of what the agent publishes); null when a field is missing or of another type. */
+function parseDriverIdentity(d: Record<string, unknown>): DriverIdentity | null {
   const strings = (v: unknown): string[] | null => (Array.isArray(v) && v.every((s) => typeof s === 'string') ? v : null);
   const modules = strings(d['modules']);
   const loadOptional = strings(d['loadOptional']);

@@ -93,6 +93,14 @@ export interface DriverKeys {
    * (made a valid label value); absent when none fails. Every failing kernel has its own Event and metric.
    */
   readonly nextKernelFailed: string;
+  /**
+   * Node annotation (agent, OWN_KEY_DOMAIN): whether the running kernel would accept the modules
+   * of the driver the agent is to load under its signature policy (module.sig_enforce, lockdown,
+   * Secure Boot), for that driver's identity: shared/module-signature-verdict.ts. Written before
+   * anything is unloaded; the coordinator does not start a node whose verdict about the newest
+   * template's driver says the kernel would refuse it (plan/start-checks.ts).
+   */
+  readonly moduleSignatures: string;
   /** Pod condition type (agent): the readiness gate the driver pod declares. */
   readonly driverReadyCondition: string;
   /** Node annotation (ours): unix seconds when pod-restart-required began (podRestart.timeoutSeconds survives restarts). */
@@ -187,6 +195,7 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     driverReady: `${fact}-driver.ready`,
     nextKernel: `${fact}-driver.next-kernel`,
     nextKernelFailed: `${fact}-driver.next-kernel.failed`,
+    moduleSignatures: `${fact}-driver.module-signatures`,
     driverReadyCondition: `${p}-driver-ready`,
     podRestartStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.pod-restart-start-time`,
     driverFailingSince: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.driver-failing-since`,

@@ -7,6 +7,7 @@
  */
 import { parseLoadedDriver, type PublishedDriver } from './driver-identity.ts';
 import type { DriverKeys } from './keys.ts';
+import { parseSignatureVerdict, type SignatureVerdict } from './module-signature-verdict.ts';
 
 /** An annotation whose value does not parse: which object, which key, what is wrong. */
 export class NodeAnnotationProblem {
@@ -94,6 +95,15 @@ export const LOADED_DRIVER: AnnotationSchema<PublishedDriver> = {
   },
 };
 
+/** The agent's module-signature verdict (shared/module-signature-verdict.ts). */
+export const SIGNATURE_VERDICT: AnnotationSchema<SignatureVerdict> = {
+  holds: 'the agent\'s {"driver":...,"kernel":...,"enforcedBy":[...],"untrusted":[...],"trustedKeys":[...]} verdict',
+  parse: (raw) => {
+    const verdict = parseSignatureVerdict(raw);
+    return verdict === null ? { wrong: `is not the agent's module-signature verdict: ${quoted(raw)}` } : { value: verdict };
+  },
+};
+
 /**
  * The holders of a node's cordon (keys.ts CORDON_HOLDERS_ANNOTATION): comma-separated, blanks
  * dropped, sorted. Every other text is a holder too: an entry we do not recognise still holds
@@ -124,6 +134,7 @@ export const NODE_ANNOTATIONS = {
   clientsRecreated: COMMA_LIST,
   clientsStopped: COMMA_LIST,
   driverLoaded: LOADED_DRIVER,
+  moduleSignatures: SIGNATURE_VERDICT,
   restartOnly: FLAG,
   lastStartTime: UNIX_SECONDS,
   upgradeDoneTime: UNIX_SECONDS,

@@ -1,6 +1,7 @@
 import { DriverRolloutError } from '../../shared/errors.ts';
 import { describeModulesInUse, type ModuleInUse } from '../../shared/kmod/find-module-users.ts';
 import { describeDeviceUsers, type DeviceUser } from './find-device-users.ts';
+import { describeRefusal, type RefusedModule } from '../../shared/module-signature-verdict.ts';
 
 /**
  * The driver cannot be reloaded: something outside the modules being unloaded uses them
@@ -133,14 +134,7 @@ export class NeverUnloadError extends DriverRolloutError {
  * `trustedKeys` (names the kernel has).
  */
 export class ModuleSignatureUntrustedError extends DriverRolloutError {
-  constructor(driver: string, enforcedBy: readonly string[], untrusted: readonly { readonly module: string; readonly signedBy: string }[], trustedKeys: readonly string[]) {
-    const signers = [...new Set(untrusted.map((u) => u.signedBy))];
-    const modules = (signedBy: string): string => untrusted.filter((u) => u.signedBy === signedBy).map((u) => u.module).join(', ');
-    const what = signers.map((s) => (s === 'unsigned' ? `${modules(s)} unsigned` : `${modules(s)} signed by ${s}, a key not in its trusted keyrings`)).join('; ');
-    super(
-      `the kernel enforces module signatures (${enforcedBy.join(', ')}) and would refuse ${driver}: ${what}; the keys it trusts: ${trustedKeys.length === 0 ? 'none' : trustedKeys.join(', ')}; ` +
-        'sign the modules with an enrolled key, or enroll the signing certificate (mokutil --import <certificate.der>, then confirm it in MokManager at the next boot); nothing was unloaded',
-      { driver, enforcedBy, untrusted, trustedKeys },
-    );
+  constructor(driver: string, enforcedBy: readonly string[], untrusted: readonly RefusedModule[], trustedKeys: readonly string[]) {
+    super(`${describeRefusal(driver, { enforcedBy, untrusted, trustedKeys })}; nothing was unloaded`, { driver, enforcedBy, untrusted, trustedKeys });
   }
 }

@@ -38,3 +38,17 @@ export async function readModuleSignature(file: ModuleFile): Promise<ModuleSigna
   };
   return { module: file.name, signer: await field('signer'), key: await field('sig_key') };
 }
+
+/**
+ * The signatures of `modules` as the kernel under `policy` would check them: each one's
+ * `modinfo` fields when the kernel enforces signatures, none when it does not (nothing to check).
+ */
+export async function readSignaturesFor(
+  policy: SignaturePolicy,
+  modules: readonly ModuleFile[],
+  read: (file: ModuleFile) => Promise<ModuleSignature> = readModuleSignature,
+): Promise<ModuleSignature[]> {
+  const signatures: ModuleSignature[] = [];
+  if (policy.enforced) for (const module of modules) signatures.push(await read(module));
+  return signatures;
+}

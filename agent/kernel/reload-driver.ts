@@ -11,8 +11,8 @@ import { findMissingDependencies } from './plan/find-missing-dependencies.ts';
 import { findUndeclaredParameters } from './plan/find-undeclared-parameters.ts';
 import { checkDeclaredFirmware, installDriverFirmware, type FirmwareOptions } from './driver-firmware.ts';
 import { DriverRolledBackError, HeldByUserModulesError, ModuleDependencyError, ModuleLoadError, ModuleSignatureUntrustedError, NeverUnloadError } from './kernel-errors.ts';
-import { findUntrustedModules, type ModuleSignature, type SignaturePolicy } from './plan/module-signature-trust.ts';
-import { readModuleSignature } from './read-signature-policy.ts';
+import { findUntrustedModules, trustedKeyNames, type ModuleSignature, type SignaturePolicy } from './plan/module-signature-trust.ts';
+import { readSignaturesFor } from './read-signature-policy.ts';
 import type { KernelPort, LoadStep, ModuleFile, ModuleTree } from './kernel-port.ts';
 import { isRestorableAfter, LastGoodRecordError, readLastGoodDriver, writeLastGoodDriver, type LastGoodDriver } from './last-good-driver.ts';
 import { loadDriverModules, rollBack, type LoadRequest } from './load-driver-modules.ts';
@@ -379,11 +379,9 @@ function modulesToLoad(built: DriverToLoad, requested: readonly string[] | undef
 async function refuseUntrustedSignatures(built: DriverToLoad, options: ReloadDriverOptions): Promise<void> {
   const policy = options.signaturePolicy;
   if (policy?.enforced !== true) return;
-  const read = options.readSignature ?? readModuleSignature;
-  const signatures: ModuleSignature[] = [];
-  for (const module of built.modules) signatures.push(await read(module));
+  const signatures = await readSignaturesFor(policy, built.modules, options.readSignature);
   const untrusted = findUntrustedModules(policy, signatures);
-  if (untrusted.length > 0) throw new ModuleSignatureUntrustedError(built.driver, policy.enforcedBy, untrusted, [...new Set(policy.keys.map((k) => k.name))]);
+  if (untrusted.length > 0) throw new ModuleSignatureUntrustedError(built.driver, policy.enforcedBy, untrusted, trustedKeyNames(policy));
 }
 
 /** NeverUnloadError when a module the reload would unload (loaded now) is on the never-unload list. */

@@ -1,6 +1,7 @@
 import { NEXT_KERNEL_FAILED, NEXT_KERNEL_READY, type DriverKeys } from '../../shared/keys.ts';
 import { compareKernelReleases } from '../build/find-installed-kernels.ts';
-import { NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_READY_EVENT, type NodeEventInput } from '../report/node-events.ts';
+import { NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_MODULES_REFUSED_EVENT, NEXT_KERNEL_READY_EVENT, type NodeEventInput } from '../report/node-events.ts';
+import { MODULE_SIGNATURE_UNTRUSTED } from '../describe-failure.ts';
 import { toLabelValue, type LabelPatch } from '../report/node-labels.ts';
 
 /** How the driver's build for one installed, not running kernel ended. */
@@ -15,7 +16,10 @@ export type NextKernelResult =
   | {
       readonly kernel: string;
       readonly outcome: 'failed';
-      /** The build failure's reason (describeFailure): CompileFailed, KernelHeadersMissing, ... */
+      /**
+       * The build failure's reason (describeFailure): CompileFailed, KernelHeadersMissing, ...; or
+       * ModuleSignatureUntrusted: the driver builds, and the kernel would refuse its modules.
+       */
       readonly reason: string;
       /** The compiler's first error, else the error's first line. */
       readonly firstError: string;
@@ -61,12 +65,19 @@ export function nextKernelEvents(
     const subject = `${context.driver} driver ${context.version}`;
     events.push(
       result.outcome === 'failed'
-        ? {
-            type: 'Warning',
-            reason: NEXT_KERNEL_BUILD_FAILED_EVENT,
-            key: `${NEXT_KERNEL_BUILD_FAILED_EVENT}\u0000${result.kernel}`,
-            message: `${subject} does not build for kernel ${result.kernel} (installed, not running; a reboot into it would leave the node without the driver): ${result.reason}: ${result.firstError}`,
-          }
+        ? result.reason === MODULE_SIGNATURE_UNTRUSTED
+          ? {
+              type: 'Warning',
+              reason: NEXT_KERNEL_MODULES_REFUSED_EVENT,
+              key: `${NEXT_KERNEL_MODULES_REFUSED_EVENT}\u0000${result.kernel}`,
+              message: `${subject} builds for kernel ${result.kernel} (installed, not running), and a reboot into it would leave the node without the driver: ${result.firstError}`,
+            }
+          : {
+              type: 'Warning',
+              reason: NEXT_KERNEL_BUILD_FAILED_EVENT,
+              key: `${NEXT_KERNEL_BUILD_FAILED_EVENT}\u0000${result.kernel}`,
+              message: `${subject} does not build for kernel ${result.kernel} (installed, not running; a reboot into it would leave the node without the driver): ${result.reason}: ${result.firstError}`,
+            }
         : {
             type: 'Normal',
             reason: NEXT_KERNEL_READY_EVENT,

@@ -4,10 +4,11 @@ import { toError } from '../../shared/errors.ts';
 import type { DriverKeys } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { BuiltDriver } from '../build/built-driver.ts';
-import { describeFailure, firstBuildError } from '../describe-failure.ts';
+import { describeFailure, firstBuildError, MODULE_SIGNATURE_UNTRUSTED } from '../describe-failure.ts';
 import type { AgentMetrics } from '../report/agent-metrics.ts';
 import type { NodeEventInput } from '../report/node-events.ts';
 import type { LabelPatch } from '../report/node-labels.ts';
+import { describeRefusal, isRefused, type SignatureVerdict } from '../../shared/module-signature-verdict.ts';
 import { nextKernelEvents, nextKernelLabels, type NextKernelEventContext, type NextKernelResult } from './next-kernel-report.ts';
 
 export interface NextKernelPreflightDeps {
@@ -20,6 +21,12 @@ export interface NextKernelPreflightDeps {
    * the same cache key), in the background: the result lands in the module cache.
    */
   readonly build: (kernel: string, signal: AbortSignal) => Promise<BuiltDriver>;
+  /**
+   * The module-signature verdict of the kernel a build is for (`built.kernelVersion`) on its
+   * modules, under the policy that kernel is expected to boot with; a refused build is a failed
+   * result. None: not judged.
+   */
+  readonly judgeSignatures?: (built: BuiltDriver) => Promise<SignatureVerdict>;
   readonly writeLabels: (patch: LabelPatch) => Promise<void>;
   readonly recordEvent: (event: NodeEventInput) => Promise<void>;
   readonly metrics: Pick<AgentMetrics, 'observeNextKernelBuild' | 'setNextKernels'>;
@@ -28,7 +35,7 @@ export interface NextKernelPreflightDeps {
 
 /**
  * One preflight pass: builds the driver, one kernel after the other, for every kernel with
- * headers that is not `runningKernel`, then reports (labels, an Event per changed kernel, metrics).
+ * headers that is not `runningKernel`, judges each build's signatures (judgeSignatures), then reports (labels, an Event per changed kernel, metrics).
  * A build failure is a result, never a throw. Returns the results (empty when aborted midway:
  * nothing is reported then).
  */
@@ -47,6 +54,13 @@ export async function preflightNextKernels(
     try {
       const built = await deps.build(kernel, signal);
       deps.metrics.observeNextKernelBuild(seconds(), built.cacheHit ? 'cached' : 'built');
+      const verdict = await deps.judgeSignatures?.(built);
+      if (verdict !== undefined && isRefused(verdict)) {
+        const reason = MODULE_SIGNATURE_UNTRUSTED;
+        results.push({ kernel, outcome: 'failed', reason, firstError: describeRefusal(deps.context.driver, verdict), durationMs: Math.round(seconds() * 1000) });
+        deps.log.warn({ kernel, reason, untrusted: verdict.untrusted }, 'next kernel: the driver builds, and the kernel would refuse its modules');
+        continue;
+      }
       results.push({ kernel, outcome: 'ready', cacheHit: built.cacheHit, durationMs: Math.round(seconds() * 1000) });
       deps.log.info({ kernel, cacheHit: built.cacheHit, durationMs: Math.round(seconds() * 1000) }, 'next kernel: the driver builds');
     } catch (error) {

@@ -19,6 +19,8 @@ export interface NodeEventInput {
 export const DRIVER_LOADED_EVENT = 'DriverLoaded';
 export const NEXT_KERNEL_BUILD_FAILED_EVENT = 'NextKernelBuildFailed';
 export const NEXT_KERNEL_READY_EVENT = 'NextKernelReady';
+/** Warning: the driver builds for an installed, not running kernel, and that kernel would refuse its modules' signatures. */
+export const NEXT_KERNEL_MODULES_REFUSED_EVENT = 'NextKernelModulesRefused';
 
 /**
  * Events about a cluster-scoped object must live in `default`: the API server rejects a core/v1

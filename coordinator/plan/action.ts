@@ -185,6 +185,7 @@ export const REASON_CODES = [
   'pool-conflict',
   'no-slot',
   'no-driver-pod',
+  'module-signature-untrusted',
   'revision-unknown',
   'waiting-for-jobs',
   'waiting-for-pod-deletion',

@@ -5,7 +5,7 @@
  *
  * The order (coordinator/README.md, "Why a node does not start"): stopped (before any check: the
  * node does not run at all) > paused > the node's own exclusions (skip label, two pools, no driver
- * pod) > halted > canary > outside maintenance window > alert > pacing > NotReady (a disrupted
+ * pod, its kernel would refuse the new driver's modules) > halted > canary > outside maintenance window > alert > pacing > NotReady (a disrupted
  * pool, then the node itself) > no slot.
  *
  * A check that holds for time says when the hold ends (`wakeAt`, epoch ms): the planner folds it
@@ -19,6 +19,7 @@ import { isOutOfService, slotShortage } from './pool-capacity.ts';
 import type { CanaryGate } from './canary-gate.ts';
 import { describeNotReady } from './node-not-ready.ts';
 import { describeDisruption } from './pool-disruption.ts';
+import { isRefusedBySignatures } from './signature-refusal.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
 
 export interface StartContext extends StepContext {
@@ -128,7 +129,7 @@ export const hasNoSlot: StartCheck = (node, ctx) => {
 const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
 /** In the documented order of holds (coordinator/README.md): the first wins. */
-export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, isHeldByCanary, isOutsideWindow, isAlertGated, isPaced, isPoolDisrupted, isNotReady, hasNoSlot];
+export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isRefusedBySignatures, isHalted, isHeldByCanary, isOutsideWindow, isAlertGated, isPaced, isPoolDisrupted, isNotReady, hasNoSlot];
 
 export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {

@@ -2,6 +2,7 @@
  * Will the running kernel accept these modules' signatures? Pure: the kernel's policy and keys come
  * in as text read from /sys and /proc, the modules' signatures as `modinfo` reports them.
  */
+import type { RefusedModule, SignatureVerdict } from '../../../shared/module-signature-verdict.ts';
 
 /** A key the kernel trusts for modules, as /proc/keys describes it: `<subject CN>: <key id hex>`. */
 export interface TrustedKey {
@@ -30,11 +31,6 @@ export interface ModuleSignature {
   readonly key: string | undefined;
 }
 
-export interface UntrustedModule {
-  readonly module: string;
-  /** `unsigned`, or `"<signer>" (key <colon hex>)`. */
-  readonly signedBy: string;
-}
 
 /**
  * The kernel's policy from its files: `/sys/module/module/parameters/sig_enforce` (`Y`/`N`, absent
@@ -76,7 +72,7 @@ export function keyIdHex(colonHex: string): string {
  * a module names its certificate's serial number, so two certificates of one name are not told
  * apart (the kernel's own refusal at load still ends in the rollback).
  */
-export function findUntrustedModules(policy: SignaturePolicy, signatures: readonly ModuleSignature[]): UntrustedModule[] {
+export function findUntrustedModules(policy: SignaturePolicy, signatures: readonly ModuleSignature[]): RefusedModule[] {
   if (!policy.enforced) return [];
   return signatures.filter((s) => !isTrusted(policy.keys, s)).map((s) => ({ module: s.module, signedBy: describeSigner(s) }));
 }
@@ -90,4 +86,23 @@ function isTrusted(keys: readonly TrustedKey[], signature: ModuleSignature): boo
 export function describeSigner(signature: ModuleSignature): string {
   if (signature.signer === undefined) return 'unsigned';
   return `"${signature.signer}"${signature.key === undefined ? '' : ` (key ${signature.key})`}`;
+}
+
+/**
+ * The verdict the agent publishes (shared/module-signature-verdict.ts): `policy` applied to the
+ * signatures of the modules of the driver identity `fingerprint`, built for `kernel`.
+ */
+export function signatureVerdict(policy: SignaturePolicy, signatures: readonly ModuleSignature[], of: { readonly fingerprint: string; readonly kernel: string }): SignatureVerdict {
+  return {
+    fingerprint: of.fingerprint,
+    kernel: of.kernel,
+    enforcedBy: policy.enforcedBy,
+    untrusted: findUntrustedModules(policy, signatures),
+    trustedKeys: trustedKeyNames(policy),
+  };
+}
+
+/** The names of the keys the kernel trusts, each once, for messages. */
+export function trustedKeyNames(policy: SignaturePolicy): string[] {
+  return [...new Set(policy.keys.map((k) => k.name))];
 }

@@ -5,6 +5,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLoadedDriver } from '../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../shared/keys.ts';
+import { parseSignatureVerdict } from '../../../shared/module-signature-verdict.ts';
 import { apiErrorMessage, apiStatusCode } from '../../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
@@ -21,7 +22,8 @@ import { AGENT_TEST_TIMEOUT_MS, FIRST_LOAD_HANG_MS, startAgentProcess } from './
 
 // The agent with the identity the DaemonSet gives it: manifests/driver-rbac.yaml and
 // manifests/safe-load-policy.yaml as shipped, and a token bound to its pod (what the kubelet
-// projects). Everything it writes must be allowed: the pod condition, the node labels, Events.
+// projects). Everything it writes must be allowed: the pod condition, the node labels and
+// annotations, Events.
 
 const admin = sharedCluster().kubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
@@ -111,7 +113,13 @@ describe('the agent with the driver service account (token bound to its pod)', (
       expect(labels).toMatchObject({ [keys.devicePresent]: 'true', [keys.deviceCount]: '2', [keys.driverVersion]: '24.10-1.1.4.0' });
       // Written in the same patch as the labels: what is loaded, and by which pod (the coordinator's restart-only path).
       const annotations = (await core.readNode({ name: nodeName })).metadata?.annotations ?? {};
-      expect(parseLoadedDriver(annotations[keys.driverLoaded])).toMatchObject({ pod: `${ns.name}/${pod}`, version: '24.10-1.1.4.0' });
+      const loaded = parseLoadedDriver(annotations[keys.driverLoaded]);
+      expect(loaded).toMatchObject({ pod: `${ns.name}/${pod}`, version: '24.10-1.1.4.0' });
+      // Handed to its writer before the load: the kernel's verdict on the modules' signatures, about the
+      // identity loaded (accepted: the load went on; this kernel enforces nothing or trusts them).
+      const verdict = await waitUntil('the module-signature verdict on the node', async () =>
+        parseSignatureVerdict((await core.readNode({ name: nodeName })).metadata?.annotations?.[keys.moduleSignatures] ?? '') ?? undefined);
+      expect(verdict).toMatchObject({ fingerprint: loaded?.fingerprint, kernel: installedHeadersKernel(), untrusted: [] });
       const events = await waitUntil('the DriverLoaded Event on the node', async () => {
         const list = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${nodeName}` });
         const found = list.items.filter((e) => e.reason === 'DriverLoaded');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REASONS, STEP_REASONS } from '../../../agent/describe-failure.ts';
 import { DRIVER_PHASES } from '../../../agent/report/driver-state.ts';
-import { DRIVER_LOADED_EVENT, NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_READY_EVENT } from '../../../agent/report/node-events.ts';
+import { DRIVER_LOADED_EVENT, NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_MODULES_REFUSED_EVENT, NEXT_KERNEL_READY_EVENT } from '../../../agent/report/node-events.ts';
 import { REASON_CODES } from '../../../coordinator/plan/action.ts';
 import { AGENT_PROGRESS_REASONS, REBOOT_REQUIRED_REASON } from '../../../coordinator/plan/driver-failure.ts';
 import { ROLLOUT_EVENT_REASONS } from '../../../coordinator/reconcile/reconcile-pass.ts';
@@ -82,7 +82,7 @@ const add = (where: string, names: Iterable<string>) => {
 add('agent/describe-failure.ts REASONS', REASONS.map(([, reason]) => reason));
 add('agent/describe-failure.ts STEP_REASONS', Object.values(STEP_REASONS));
 add('agent/report/driver-state.ts DRIVER_PHASES', DRIVER_PHASES);
-add('agent/report/node-events.ts', [DRIVER_LOADED_EVENT, NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_READY_EVENT]);
+add('agent/report/node-events.ts', [DRIVER_LOADED_EVENT, NEXT_KERNEL_BUILD_FAILED_EVENT, NEXT_KERNEL_MODULES_REFUSED_EVENT, NEXT_KERNEL_READY_EVENT]);
 add('coordinator/plan/driver-failure.ts', [...AGENT_PROGRESS_REASONS, REBOOT_REQUIRED_REASON]);
 add('coordinator/plan/action.ts REASON_CODES', REASON_CODES);
 add('coordinator/reconcile/reconcile-pass.ts ROLLOUT_EVENT_REASONS', ROLLOUT_EVENT_REASONS);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { driverFingerprint, renderLoadedDriver } from '../../../shared/driver-identity.ts';
 import { driverKeys, type DriverKeys } from '../../../shared/keys.ts';
+import { renderSignatureVerdict } from '../../../shared/module-signature-verdict.ts';
 import { NODE_ANNOTATIONS, NodeAnnotationProblem, readNodeAnnotation, type NodeAnnotation } from '../../../shared/node-annotations.ts';
 
 const KEYS = driverKeys('gpu');
@@ -9,6 +10,7 @@ const NODE = 'gpu-1';
 
 const fingerprint = driverFingerprint({ version: '570.86.15', modules: ['nvidia'], loadPlan: 'nvidia', loadOptional: [], parameters: {} });
 const loaded = renderLoadedDriver({ pod: 'gpu-operator/gpu-driver-x1', fingerprint });
+const verdict = { fingerprint, kernel: '6.1.0-50-amd64', enforcedBy: ['module.sig_enforce'], untrusted: [{ module: 'nvidia', signedBy: 'unsigned' }], trustedKeys: [] };
 
 /**
  * Every per-node annotation: a good value and what it reads as, and a bad value with what the
@@ -39,6 +41,13 @@ const CASES: readonly { annotation: NodeAnnotation; good: string; reads: unknown
   { annotation: 'clientsRecreated', good: 'monitoring/dcgm-exporter', reads: new Set(['monitoring/dcgm-exporter']), bad: 'dcgm-exporter', says: /not <namespace>\/<name>: "dcgm-exporter"/ },
   { annotation: 'clientsStopped', good: 'a/p1,b/p2', reads: new Set(['a/p1', 'b/p2']), bad: 'a/p1,,b/p2', says: /not <namespace>\/<name>/ },
   { annotation: 'driverLoaded', good: loaded, reads: { pod: 'gpu-operator/gpu-driver-x1', fingerprint, version: '570.86.15' }, bad: '{"pod":"a/b"}', says: /is not the agent's/ },
+  {
+    annotation: 'moduleSignatures',
+    good: renderSignatureVerdict(verdict),
+    reads: verdict,
+    bad: '{"kernel":"6.1.0-50-amd64"}',
+    says: /is not the agent's module-signature verdict/,
+  },
   { annotation: 'restartOnly', good: 'false', reads: false, bad: 'True', says: /is not "true" or "false": "True"/ },
   { annotation: 'lastStartTime', good: '1700000007', reads: 1_700_000_007_000, bad: 'now', says: /is not unix seconds: "now"/ },
   { annotation: 'upgradeDoneTime', good: '1700000008', reads: 1_700_000_008_000, bad: '-1', says: /is not unix seconds: "-1"/ },

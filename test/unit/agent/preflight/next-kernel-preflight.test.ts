@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireNodeLock } from '../../../../agent/acquire-node-lock.ts';
 import { findInstalledKernels } from '../../../../agent/build/find-installed-kernels.ts';
 import { parseAgentConfig } from '../../../../agent/config/parse-agent-config.ts';
-import { buildDriverFor, createAgentSteps } from '../../../../agent/create-agent-steps.ts';
+import { buildDriverFor, createAgentSteps, judgeNextKernelSignatures } from '../../../../agent/create-agent-steps.ts';
+import { parseSignaturePolicy } from '../../../../agent/kernel/plan/module-signature-trust.ts';
 import { fixedHostInfo } from '../../../../agent/detect/host-info.ts';
 import type { NextKernelResult } from '../../../../agent/preflight/next-kernel-report.ts';
 import { preflightNextKernels, runNextKernelPreflight, type NextKernelPreflightDeps } from '../../../../agent/preflight/run-next-kernel-preflight.ts';
@@ -88,6 +89,9 @@ function recordingDeps(config: ReturnType<typeof configFor>) {
   };
   return { deps, labels, events, registry };
 }
+
+/** /proc/keys of a Debian node under Secure Boot: the distribution's CA only. */
+const DEBIAN_PROC_KEYS = '2a2b3c4d I------     1 perm 1f030000     0     0 asymmetri Debian Secure Boot CA: 6ccece7e4c6c0d1f6149f3dd27dfcc5cbb419ea1: X509.rsa cb419ea1 []';
 
 const cacheEntries = async (cacheDir: string, kernel: string) => readdir(join(cacheDir, kernel)).catch(() => []);
 
@@ -170,6 +174,32 @@ describe('next-kernel preflight with two real kernel header versions', { timeout
     expect(outcome.changed).toBe(true);
     await expect(steps.verify(built)).resolves.toMatchObject({ version: '2.0.0', modules: ['drsample_core', 'drsample_net'] });
     console.info(`after the switch to ${next}: build step ${built.durationMs} ms (cache hit)`);
+  });
+
+  it('a kernel that enforces signatures and trusts no key of the build: the driver builds, and the other kernel is reported failed with ModuleSignatureUntrusted before a reboot', async () => {
+    // The same sources and cache as the first case: a cache hit when it ran before.
+    const config = configFor('agent-d', { DRIVER_SOURCE_DIR: await writeSampleDriverSource(join(work, 'src-good'), '2.0.0'), CACHE_DIR: join(work, 'cache'), KERNEL_VERSION: running });
+    // As the node's /sys and /proc would show it under Secure Boot with Debian's keys only.
+    const secureBoot = parseSignaturePolicy({ sigEnforce: 'N\n', lockdown: 'none [integrity] confidentiality\n', procKeys: DEBIAN_PROC_KEYS });
+    const { deps, labels, events } = recordingDeps(config);
+    // The real judge: modinfo on the modules built for that kernel (the sample driver is built unsigned).
+    const results = await preflightNextKernels({ ...deps, judgeSignatures: (built) => judgeNextKernelSignatures(config, built, secureBoot) }, running, new Map(), new AbortController().signal);
+
+    expect(results.map((r) => [r.kernel, r.outcome, r.outcome === 'failed' ? r.reason : ''])).toEqual(kernels.filter((k) => k !== running).map((k) => [k, 'failed', 'ModuleSignatureUntrusted']));
+    const refused = results.find((r) => r.kernel === next);
+    expect(refused?.outcome === 'failed' ? refused.firstError : '').toBe(
+      'the kernel enforces module signatures (lockdown=integrity) and would refuse drsample: drsample_core, drsample_net unsigned; the keys it trusts: Debian Secure Boot CA; ' +
+        'sign the modules with an enrolled key, or enroll the signing certificate (mokutil --import <certificate.der>, then confirm it in MokManager at the next boot)',
+    );
+    expect(labels).toEqual([{ [keys.nextKernel]: 'failed', [keys.nextKernelFailed]: next }]);
+    expect(events.find((e) => e.message.includes(`kernel ${next}`))?.reason).toBe('NextKernelModulesRefused');
+
+    // The same build under a kernel that does not enforce: ready.
+    const lax = parseSignaturePolicy({ sigEnforce: 'N\n', lockdown: '[none] integrity confidentiality\n', procKeys: DEBIAN_PROC_KEYS });
+    const again = recordingDeps(config);
+    const relaxed = await preflightNextKernels({ ...again.deps, judgeSignatures: (built) => judgeNextKernelSignatures(config, built, lax) }, running, new Map(), new AbortController().signal);
+    expect(relaxed.map((r) => r.outcome)).toEqual(kernels.filter((k) => k !== running).map(() => 'ready'));
+    expect(again.labels).toEqual([{ [keys.nextKernel]: 'ready', [keys.nextKernelFailed]: null }]);
   });
 
   it('a deliberately broken source reports the other kernel failed, naming it and the compiler\'s first error', async () => {

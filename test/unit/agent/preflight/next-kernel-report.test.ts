@@ -67,6 +67,33 @@ describe('nextKernelEvents', () => {
   });
 });
 
+describe('a next kernel that would refuse the modules (ModuleSignatureUntrusted)', () => {
+  const refused: NextKernelResult = {
+    kernel: '6.1.0-60-amd64',
+    outcome: 'failed',
+    reason: 'ModuleSignatureUntrusted',
+    firstError: 'the kernel enforces module signatures (Secure Boot) and would refuse gpu: nvidia unsigned; the keys it trusts: Debian Secure Boot CA; sign the modules with an enrolled key, or enroll ...',
+    durationMs: 1,
+  };
+
+  it('fails the node\'s next-kernel labels like a failed build, naming the kernel', () => {
+    expect(nextKernelLabels(keys, [ready('6.1.0-50-amd64'), refused])).toEqual({ [keys.nextKernel]: 'failed', [keys.nextKernelFailed]: '6.1.0-60-amd64' });
+  });
+
+  it('is a Warning of its own, saying the driver builds and the kernel would refuse it, with the refusal', () => {
+    expect(nextKernelEvents(context, new Map(), [refused])).toEqual([
+      {
+        type: 'Warning',
+        reason: 'NextKernelModulesRefused',
+        key: 'NextKernelModulesRefused\u00006.1.0-60-amd64',
+        message: `gpu driver 570.86.15 builds for kernel 6.1.0-60-amd64 (installed, not running), and a reboot into it would leave the node without the driver: ${refused.firstError}`,
+      },
+    ]);
+    expect(nextKernelEvents(context, new Map([[refused.kernel, refused]]), [refused])).toEqual([]);
+    expect(nextKernelEvents(context, new Map([[refused.kernel, refused]]), [ready(refused.kernel)]).map((e) => e.reason)).toEqual(['NextKernelReady']);
+  });
+});
+
 describe('prioritizedCommand', () => {
   it('runs a background build behind nice 19 and the idle I/O class', () => {
     expect(prioritizedCommand('make', ['-C', '/h', 'modules'], true)).toEqual({ file: 'nice', args: ['-n', '19', 'ionice', '-c', '3', 'make', '-C', '/h', 'modules'] });
