@@ -1,5 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
-import { toError } from '../../shared/errors.ts';
+import { DriverRolloutError, toError } from '../../shared/errors.ts';
+import { nodeFactsOf } from '../cluster/snapshot-of-object.ts';
+import { isStartOfUpgrade } from '../plan/pool-capacity.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { NodeAction, NodeObjectAction, NodePlan, RequireSamePodsAction, SetStateAction } from '../plan/action.ts';
 import { changesCordon, nodePatchAgainst, nodePatchOf, type NodeAsRead } from '../plan/node-patch.ts';
@@ -210,8 +212,12 @@ async function patchNode(node: string, actions: readonly NodeObjectAction[], hoo
  */
 async function patchAgainstRead(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<V1Node> {
   let read = hooks.nodeAsKnown(node);
+  const starts = actions.some((a) => a.kind === 'setState' && isStartOfUpgrade(a.from, a.to));
   for (let tries = 1; ; tries++) {
     read ??= await hooks.writer.readNode(node);
+    // The planner started a Ready node; one NotReady by now (the cache, or the read after a
+    // conflict, shows it) is not started: the list fails and the next pass plans the node afresh.
+    if (starts && nodeFactsOf(read).notReady !== null) throw new NotReadyAtStart(node);
     try {
       return await hooks.writer.patchNode(node, nodePatchAgainst(actions, asRead(node, read)));
     } catch (error) {
@@ -220,6 +226,13 @@ async function patchAgainstRead(node: string, actions: readonly NodeObjectAction
       if (tries >= CORDON_WRITE_TRIES) throw error;
       read = undefined;
     }
+  }
+}
+
+/** A start not sent: its node turned NotReady between the plan and the write. */
+export class NotReadyAtStart extends DriverRolloutError {
+  constructor(node: string) {
+    super(`node ${node} turned NotReady before its start was sent; not started`, { node });
   }
 }
 

@@ -1,7 +1,7 @@
 import type { NodeAction, NodePlan } from '../plan/action.ts';
 import { executeNodePlan, type ActionFailure, type ExecuteHooks } from './execute-plan.ts';
 import { countedPrefix } from './may-raise-counts.ts';
-import { isInProgress } from '../plan/pool-capacity.ts';
+import { isInProgress, isStartOfUpgrade } from '../plan/pool-capacity.ts';
 import { DriverRolloutError } from '../../shared/errors.ts';
 
 interface Queued {
@@ -57,6 +57,8 @@ export class NodePlansInFlight {
   readonly #events = new Set<Promise<void>>();
   /** Plans waiting for another node's plan before they join their lane (NodePlan.after). */
   readonly #waiting = new Set<Promise<void>>();
+  /** Per node, its plan while it waits for another node's plan (NodePlan.after); gone once it joins its lane or is dropped. */
+  readonly #gated = new Map<string, Queued>();
   /** Per node, the actions of a plan under way that may raise a limited count and are not stored yet (countedPrefix). */
   readonly #raising = new Map<string, readonly NodeAction[]>();
 
@@ -124,8 +126,11 @@ export class NodePlansInFlight {
         this.#enqueue(lane, queued);
         return;
       }
+      this.#gated.set(plan.node, queued);
       const waiting = gate.then((go) => {
         this.#waiting.delete(waiting);
+        if (this.#gated.get(plan.node) !== queued) return; // revoked while it waited: already finished
+        this.#gated.delete(plan.node);
         if (go) this.#enqueue(lane, queued);
         else {
           hooks.logger.info({ node: plan.node, after: plan.after }, 'the node whose slot this plan took has not given it back; planning the node again');
@@ -147,6 +152,44 @@ export class NodePlansInFlight {
     this.#busy.delete(queued.plan.node);
     queued.outcome(complete && failure === undefined);
     queued.settled(failure);
+  }
+
+  /**
+   * Nodes whose start (a setState of `labelKey` out of upgrade-required) is planned and not sent:
+   * waiting for the plan whose slot it took, or queued in its lane. A pass hands them to the
+   * planner (ClusterSnapshot.pendingStarts), which names those a start check holds now.
+   */
+  pendingStarts(labelKey: string): string[] {
+    const queued = [...this.#gated.values(), ...this.#lanes.counted.queue, ...this.#lanes.beside.queue];
+    return queued.filter((q) => isStartOf(q.plan, labelKey)).map((q) => q.plan.node);
+  }
+
+  /**
+   * Drops the starts (under `labelKey`) of `nodes` that are not sent yet (a newer pass would hold them:
+   * Plan.revokedStarts); each settles as done, so its node is planned afresh. Returns the nodes
+   * whose start it dropped; a start already being sent is left to finish.
+   */
+  revokeStarts(nodes: Iterable<string>, labelKey: string): string[] {
+    const dropped: string[] = [];
+    for (const node of nodes) {
+      const gated = this.#gated.get(node);
+      if (gated !== undefined) {
+        if (!isStartOf(gated.plan, labelKey)) continue;
+        this.#gated.delete(node);
+        this.#finish(gated, undefined, false);
+        dropped.push(node);
+        continue;
+      }
+      for (const lane of [this.#lanes.counted, this.#lanes.beside]) {
+        const i = lane.queue.findIndex((q) => q.plan.node === node);
+        const queued = lane.queue[i];
+        if (queued === undefined || !isStartOf(queued.plan, labelKey)) continue;
+        lane.queue.splice(i, 1);
+        this.#finish(queued, undefined, false);
+        dropped.push(node);
+      }
+    }
+    return dropped;
   }
 
   /**
@@ -224,6 +267,11 @@ export class NodePlansInFlight {
 class Lane {
   readonly queue: Queued[] = [];
   readonly running = new Set<Promise<void>>();
+}
+
+/** Whether the plan starts its node's upgrade under `labelKey`: it moves the node out of upgrade-required into the upgrade. */
+function isStartOf(plan: NodePlan, labelKey: string): boolean {
+  return plan.actions.some((a) => a.kind === 'setState' && a.labelKey === labelKey && isStartOfUpgrade(a.from, a.to));
 }
 
 /** The plan's actions up to its `count`-th that is not an Event. */

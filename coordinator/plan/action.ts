@@ -361,4 +361,17 @@ export interface Plan {
   readonly status: RolloutStatus;
   /** A failed canary to roll back (onCanaryFailure: Rollback); absent or null: none. The shell applies it from its ControllerRevisions. */
   readonly rollback?: RollbackRequest | null;
+  /**
+   * Starts of ClusterSnapshot.pendingStarts that a start check holds now (the pool went NotReady,
+   * the node did, the rollout was paused...): the shell drops each one not sent yet, and the next
+   * pass plans the node afresh from upgrade-required. A start already sent is not revoked.
+   */
+  readonly revokedStarts: readonly RevokedStart[];
+}
+
+/** A planned start that a newer pass would hold: the node and why (the hold's reason). */
+export interface RevokedStart {
+  readonly node: string;
+  readonly code: ReasonCode;
+  readonly message: string;
 }

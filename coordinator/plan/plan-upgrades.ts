@@ -17,6 +17,8 @@
  *    takes a slot of its pool and starts (→ cordon-required), chaining on. A node
  *    that finds no slot may take one that a node leaving its upgrade in step 1 gives back
  *    (slot-release.ts); its plan then runs only after that node's plan is stored (NodePlan.after).
+ * 5. Starts an earlier pass planned and the shell has not sent yet (snapshot.pendingStarts) that a
+ *    start check would hold now are revoked (pending-starts.ts, Plan.revokedStarts).
  *
  * A start check's hold may carry a wake time (a soak ending): the plan's nextWakeAt includes it.
  *
@@ -43,6 +45,7 @@ import { countPacing, countSoakStart, createPacing, donePacingActions, recordSta
 import { countMember, createBudget, isInProgress, isOutOfService, isUpgrading, sealBudget, takeSlot, type Membership, type PoolBudget } from './pool-capacity.ts';
 import { canRestartOnly, RESTART_ONLY_TEXT } from './restart-only.ts';
 import { poolDisruptions } from './pool-disruption.ts';
+import { revokedStarts } from './pending-starts.ts';
 import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-release.ts';
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
@@ -158,6 +161,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     alertGate: alertGateHold(policy.alertGate, snapshot.alertGate),
   };
   startCandidates(ordered, startCtx, releases);
+  const revoked = revokedStarts(records.map((r) => r.node), new Set(snapshot.pendingStarts), startCtx);
 
   const nodePlans: NodePlan[] = [];
   const reasons: NodeReason[] = [];
@@ -171,7 +175,7 @@ export function planUpgrades(snapshot: ClusterSnapshot, policy: DriverRolloutPol
     tallyRecord(tally, record);
   }
   const status = buildRolloutStatus({ snapshot, policy, records, budgets, halted: startCtx.halted, tally, window, canary: canary.status, alertGate: startCtx.alertGate });
-  return { nodePlans, reasons, nextWakeAt, status, rollback: canary.rollback };
+  return { nodePlans, reasons, nextWakeAt, status, rollback: canary.rollback, revokedStarts: revoked };
 }
 
 /** Each pool's last start and soaking nodes, read from its nodes' annotations (pacing.ts). */

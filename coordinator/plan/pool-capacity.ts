@@ -39,6 +39,11 @@ export function isInProgress(state: UpgradeState): boolean {
   return UPGRADING_STATES.has(state) || state === 'uncordon-required';
 }
 
+/** Whether a state change starts the node's upgrade: out of upgrade-required into cordon-required … uncordon-required. */
+export function isStartOfUpgrade(from: UpgradeState, to: UpgradeState): boolean {
+  return from === 'upgrade-required' && isInProgress(to);
+}
+
 /** What a node counts against its pool's limits: as the snapshot has it, or as a pass leaves it. */
 export interface Membership {
   readonly state: UpgradeState;

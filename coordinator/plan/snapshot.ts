@@ -191,6 +191,13 @@ export interface ClusterSnapshot {
    * closed). plan/alert-gate.ts judges it.
    */
   readonly alertGate?: AlertGateReading | null;
+  /**
+   * Nodes whose start an earlier pass planned and the shell has not sent yet: a start waiting for
+   * the plan whose slot it took (NodePlan.after) or for room among the writes under way. The
+   * snapshot shows them started (the shell overlays the start); the planner revokes those a start
+   * check would hold now (Plan.revokedStarts, pending-starts.ts). Absent: none.
+   */
+  readonly pendingStarts?: readonly string[];
 }
 
 /** One alert Prometheus reports as firing (`state: firing`; pending ones are not read). */

@@ -6,7 +6,7 @@ import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from '../cluster/cluster-c
 import type { ClusterWriter } from '../execute/cluster-writer.ts';
 import type { ExecuteHooks } from '../execute/execute-plan.ts';
 import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
-import type { Plan, RollbackRequest } from '../plan/action.ts';
+import type { NodePlan, Plan, RollbackRequest } from '../plan/action.ts';
 import { CANARY_APPROVED_BY_ANNOTATION, CANARY_APPROVED_REVISION_ANNOTATION, CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import { applyActions } from '../plan/apply-actions.ts';
 import type { ClusterSnapshot, RolloutRef } from '../plan/snapshot.ts';
@@ -134,7 +134,9 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
   // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
   // whose start is not answered yet counts as started, so its slot is never handed out twice.
   const cached = buildSnapshot(ref, policy, { caches: deps.caches, writtenNodes: memory.writtenNodes.byName, evictionBlocked: memory.evictions.byPodUid, deletedPods: memory.deletedPods.byUid });
-  const read = policy.alertGate === null ? cached : { ...cached, alertGate: memory.alertGates?.reading(`${ref.namespace}/${ref.name}`) ?? null };
+  const gated = policy.alertGate === null ? cached : { ...cached, alertGate: memory.alertGates?.reading(`${ref.namespace}/${ref.name}`) ?? null };
+  const pendingStarts = memory.inFlight.pendingStarts(policy.keys.upgradeState);
+  const read = pendingStarts.length === 0 ? gated : { ...gated, pendingStarts };
   const snapshot = applyActions(dependents.length === 0 ? read : { ...read, dependents }, memory.inFlight.raisingActions());
   for (const n of snapshot.nodes) memory.relevance.collect(n.name);
   const plan = deps.plan(snapshot, policy, nowMs);
@@ -172,11 +174,15 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
       }
     },
   };
+  // A start planned earlier and not sent yet that this pass would hold is dropped before this
+  // pass's plans start: its node settles and the next pass plans it afresh (plan/pending-starts.ts).
+  // This pass's own plan for it was made on the start overlaid, so it goes too.
+  const nodePlans = plan.revokedStarts.length === 0 ? plan.nodePlans : withoutRevoked(memory, plan, policy.keys.upgradeState, hooks.logger);
   // A busy node's plan is still being carried out: it is planned again once that is done (unless
   // it is a mark still queued and this plan moves the node's upgrade: it takes over). Every
   // plan is carried out beside the passes, and no pass waits for one: the next pass overlays
   // the writes that may raise a limited count until they are answered (above).
-  memory.inFlight.startPlans(plan.nodePlans, hooks, (_plan, failure) => {
+  memory.inFlight.startPlans(nodePlans, hooks, (_plan, failure) => {
     // Carried out: plan the node's next step (debounced: the nodes of a wave finish together,
     // and one pass should hand out all the slots they give back). Failed: retry soon.
     if (failure === undefined) memory.wake.trigger();
@@ -210,6 +216,14 @@ function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: Drive
   // Once a rollback shows (the canary no longer asks for it), the same revision may fail and be rolled back again.
   else for (const d of snapshot.daemonSets) for (const key of memory.rollbacks) if (key.startsWith(`${ref.namespace}/${d.name}:`)) memory.rollbacks.delete(key);
   return plan.nextWakeAt;
+}
+
+/** Drops the plan's revoked starts not sent yet (NodePlansInFlight.revokeStarts); the plan's node plans without those nodes. */
+function withoutRevoked(memory: ReconcilerMemory, plan: Plan, labelKey: string, logger: Logger): readonly NodePlan[] {
+  const revoked = new Set(plan.revokedStarts.map((r) => r.node));
+  const dropped = new Set(memory.inFlight.revokeStarts(revoked, labelKey));
+  for (const r of plan.revokedStarts) if (dropped.has(r.node)) logger.info({ node: r.node, reason: r.message }, 'a start planned earlier and not sent yet is revoked: a newer pass holds it');
+  return plan.nodePlans.filter((p) => !revoked.has(p.node));
 }
 
 /**

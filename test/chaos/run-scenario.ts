@@ -11,9 +11,9 @@ import { AgentDriver } from '../integration/coordinator/agent-driver.ts';
 import { leaseHolder, spawnCoordinator, type CoordinatorProcess } from '../integration/coordinator/coordinator-process.ts';
 import { installCrd, isPodReady, RolloutWorld, TEST_NODE_LABEL } from '../integration/coordinator/harness.ts';
 import { createNodeDaemonSet } from '../integration/coordinator/operand-daemonset.ts';
-import { readRollout } from '../observer/rollout-promises.ts';
 import { randomFrom } from '../unit/coordinator/plan/simulate.ts';
 import { watchPromises, type PromiseWatch } from './watch-promises.ts';
+import { NO_SECOND_RELEASE, SECOND_RELEASE_IDENTITY, secondReleaseBeside, watchWorldPromises, type ReleaseEnd } from './second-release.ts';
 import { shortNodeName } from './short-node-name.ts';
 
 export const SCENARIOS = [
@@ -27,6 +27,7 @@ export const SCENARIOS = [
   'stuck-workloads',
   'crash-looping-agent',
   'agents-killed',
+  'two-releases',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -47,6 +48,8 @@ export interface ScenarioResult {
   readonly violations: readonly string[];
   /** Every node at the end: its upgrade state and reason annotation. */
   readonly final: readonly NodeEnd[];
+  /** two-releases: every node at the end, in the second release's driver. */
+  readonly secondFinal?: readonly ReleaseEnd[];
 }
 
 /** A node at the end of a run. */
@@ -98,6 +101,8 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
   // Real agents compile and load the sample driver on every node: three nodes are enough for them.
   const nodeCount = scenario === 'agents-killed' ? 3 : Math.max(3, options.nodes ?? 6);
   await world.setUp(Array.from({ length: nodeCount }, (_, i) => ({ labels: { pool: i % 2 === 0 && i !== nodeCount - 1 ? 'a' : 'b', [OPERAND_LABEL]: 'true' }, unschedulable: i === nodeCount - 1 })));
+  // two-releases: a second chart release (namespace, driver, DriverRollout, coordinator) on the same nodes.
+  const second = scenario === 'two-releases' ? await secondReleaseBeside(world, chaosSpec(scenario, pick)) : NO_SECOND_RELEASE;
   const faults: string[] = [];
   let lastFaultAt = Date.now();
   const addFault = (what: string): void => {
@@ -115,9 +120,9 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
     const up = `up ${((now - life.startedAt) / 1000).toFixed(1)} s`;
     return life.leaderAt === undefined ? `${up}, never leader` : `${up}, leader ${((now - life.leaderAt) / 1000).toFixed(1)} s`;
   };
-  const startCoordinator = (): CoordinatorProcess => {
+  const startCoordinator = (release: RolloutWorld = world): CoordinatorProcess => {
     serial += 1;
-    const p = spawnCoordinator(plane.kubeconfigPath, world.ns.name, `chaos-${serial}`);
+    const p = spawnCoordinator(plane.kubeconfigPath, release.ns.name, `${release === world ? 'chaos-' : SECOND_RELEASE_IDENTITY}${serial}`);
     const startedAt = Date.now();
     lifetimes.set(p.identity, { startedAt, leaderAt: undefined });
     p.logged('became leader', 3_600_000).then(() => {
@@ -137,20 +142,17 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
     const spec = chaosSpec(scenario, pick);
     await world.createRollout(spec);
     log(`${scenario} seed ${seed}: ${nodeCount} nodes, spec ${JSON.stringify(spec.upgradePolicy)} pools a=${String(spec.pools[0]?.maxUnavailable)} b=${String(spec.pools[1]?.maxUnavailable)}`);
+    await second.install(startCoordinator, log);
     startCoordinator();
     if (scenario === 'kill-leader') startCoordinator();
     // With real agents the first install waits for safe load and (once, then cached) two kbuilds.
     await world.waitForStates(Object.fromEntries(world.nodeNames.map((n) => [n, 'upgrade-done'])), agents === undefined ? 180_000 : 900_000).catch(async (error: unknown) => {
       throw new Error(`the first install did not finish${agents === undefined ? '' : `; agent logs:\n${await agents.logs()}`}`, { cause: error });
     });
+    await second.installed();
 
-    watch = await watchPromises({
-      kc,
-      nodeSelector: `${TEST_NODE_LABEL}=${world.id}`,
-      podNamespaces: [world.ns.name],
-      rollout: readRollout({ driverName: world.driver, ...spec }),
-      driverDaemonSets: ['driver'],
-    });
+    watch = await watchWorldPromises(kc, world, spec);
+    await second.upgrade(kc);
     const newImage = await upgradeDriver(scenario, world, agents, plane.kubeconfigPath);
     const upgradeStarted = Date.now();
 
@@ -158,7 +160,8 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
     // apiece at load 20 on 2 cores): at least 8 minutes for it, a bound that only catches a hang.
     const timeoutMs = Math.max(options.timeoutMs ?? 300_000, scenario === 'crash-looping-agent' ? 480_000 : 0);
     const blocked = (nodes: readonly V1Node[]): Set<string> => watch?.blocked(nodes) ?? new Set();
-    const done = waitForEnd(world, newImage, () => Math.max(upgradeStarted, lastFaultAt) + timeoutMs, blocked, log);
+    const deadline = (): number => Math.max(upgradeStarted, lastFaultAt) + timeoutMs;
+    const done = Promise.all([waitForEnd(world, newImage, deadline, blocked, log), ...second.ends(waitForEnd, deadline, log)]);
     let finished = false;
     void done.then(() => {
       finished = true;
@@ -170,29 +173,38 @@ export async function runScenario(plane: ChaosPlane, scenario: Scenario, seed: n
     const expectEnd = (check: OutcomeCheck): void => {
       outcomes.push(check);
     };
-    await injectFaults({ scenario, plane, maxKills: options.maxKills ?? Infinity, world, random, faults, addFault, expectEnd, coordinators, startCoordinator, lifeOf, isFinished: () => finished, ended, watch, agents });
-    // A killed coordinator must have a successor for the rollout to finish.
-    if (!coordinators.some((c) => c.isRunning())) startCoordinator();
+    await injectFaults({ scenario, plane, maxKills: options.maxKills ?? Infinity, world, random, faults, addFault, expectEnd, coordinators, startCoordinator, lifeOf, isFinished: () => finished, ended, watch, agents, second: second.faultView });
+    // A killed coordinator must have a successor for the rollout to finish (each release its own).
+    if (!coordinators.some((c) => c.isRunning() && !c.identity.startsWith(SECOND_RELEASE_IDENTITY))) startCoordinator();
+    second.keepCoordinator(coordinators, startCoordinator);
     const missed = await done.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
     const violations = [...watch.violations];
     if (missed !== undefined) violations.push(`did not complete: ${missed}`);
     violations.push(...(await watch.checkSettled()));
-    const final = (await world.nodes()).map((n) => ({
-      node: n.metadata?.name ?? '',
-      state: world.stateOf(n),
-      reason: n.metadata?.annotations?.[world.keys.upgradeReason] ?? '',
-      ready: n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
-    }));
+    violations.push(...(await second.violations()));
+    const final = await nodeEnds(world);
     for (const check of outcomes) {
       const problem = check(final);
       if (problem !== null) violations.push(`outcome: ${problem}`);
     }
-    return { scenario, seed, seconds: (Date.now() - started) / 1000, faults, checks: watch.checks(), violations, final };
+    return { scenario, seed, seconds: (Date.now() - started) / 1000, faults, checks: watch.checks() + second.checks(), violations, final, ...(await second.final()) };
   } finally {
     watch?.stop();
+    second.stop();
     await Promise.all(coordinators.map((c) => c.kill('SIGKILL')));
+    await second.tearDown().catch(() => undefined);
     await world.tearDown().catch(() => undefined);
   }
+}
+
+/** Every node of the world at the end, in the world's driver. */
+async function nodeEnds(world: RolloutWorld): Promise<NodeEnd[]> {
+  return (await world.nodes()).map((n) => ({
+    node: n.metadata?.name ?? '',
+    state: world.stateOf(n),
+    reason: n.metadata?.annotations?.[world.keys.upgradeReason] ?? '',
+    ready: n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
+  }));
 }
 
 /** The DriverRollout's spec for `scenario`, its limits drawn with `pick`. */
@@ -292,7 +304,8 @@ interface FaultContext {
   /** What the fault must have led to by the end (checked on the nodes' ends; a problem is a violation). */
   expectEnd(check: OutcomeCheck): void;
   readonly coordinators: CoordinatorProcess[];
-  startCoordinator(): CoordinatorProcess;
+  /** Starts a coordinator of the world's release, or of `release` (two-releases: the second). */
+  startCoordinator(release?: RolloutWorld): CoordinatorProcess;
   lifeOf(identity: string): string;
   isFinished(): boolean;
   /** Resolves when the rollout has ended (or missed its bound). */
@@ -301,6 +314,8 @@ interface FaultContext {
   readonly watch: PromiseWatch;
   /** agents-killed: the real agents and init containers. */
   readonly agents: AgentDriver | undefined;
+  /** two-releases: the second release's world and its observer. */
+  readonly second: { readonly world: RolloutWorld; readonly watch: PromiseWatch } | undefined;
 }
 
 /**
@@ -379,6 +394,7 @@ const INJECT: Readonly<Record<Scenario, (ctx: FaultContext) => Promise<void>>> =
   'node-churn': nodeChurn,
   'node-not-ready': nodeNotReady,
   'agents-killed': agentsKilled,
+  'two-releases': outsideUncordons,
   'crash-looping-agent': (ctx) => {
     ctx.addFault('driver v2 is the real agent crash-looping on a bad configuration (restarted with back-off by the process kubelet)');
     ctx.expectEnd(endsOnRestartRule);
@@ -557,6 +573,56 @@ export async function setNodeReady(world: RolloutWorld, name: string, ready: boo
 
 /** The process kubelet's back-off for restarted containers (the kubelet's is 10 s … 5 min). */
 const AGENT_RESTART = { initialBackoffMs: 500, maxBackoffMs: 3_000 } as const;
+
+/** The steps between the cordon and the validation, when a node must stay cordoned; the first three before the driver restart. */
+const CORDONED_STEPS: ReadonlySet<string> = new Set([...DRAINING, 'pod-restart-required', 'validation-required']);
+
+/** Outside uncordons per two-releases run. */
+const UNCORDONS = 4;
+
+/**
+ * Two releases (two drivers, two coordinators) on the same nodes, and nodes uncordoned from
+ * outside mid-upgrade, as an admin's `kubectl uncordon` or a third operator would: each time a
+ * node (never the admin-cordoned one) in a step that needs it cordoned for either driver, one
+ * before its driver restart when there is one, 1–3 state changes after the last; after the
+ * second, one coordinator of a release drawn at random SIGKILLed and started again. The
+ * observers judge that neither driver moves such a node on before it is cordoned again
+ * (cordonLostViolation), that the admin's cordon stays, and the limits of each.
+ */
+async function outsideUncordons(ctx: FaultContext): Promise<void> {
+  const { world, random } = ctx;
+  const second = ctx.second;
+  if (second === undefined) throw new Error('two-releases needs the second release');
+  const admin = world.nodeNames.at(-1);
+  const inSteps = (steps: ReadonlySet<string>): string[] =>
+    world.nodeNames.filter((n) => n !== admin && (steps.has(ctx.watch.states().get(n) ?? '') || steps.has(second.watch.states().get(n) ?? '')));
+  for (let uncordons = 0; uncordons < UNCORDONS && !ctx.isFinished(); uncordons += 1) {
+    await afterTransitions(ctx, 1 + Math.floor(random() * 3));
+    // Either observer's change may bring a node into a step: wake on both. A node before its
+    // driver restart for 15 s at most (those steps are short), else any step that needs the cordon.
+    const inStepNow = async (steps: ReadonlySet<string>, ms: number): Promise<boolean> =>
+      Promise.race([progress(ctx, () => inSteps(steps).length > 0, ms), second.watch.until(() => inSteps(steps).length > 0, ms)]);
+    if (!(await inStepNow(DRAINING, 15_000))) await inStepNow(CORDONED_STEPS, 60_000);
+    const before = inSteps(DRAINING);
+    const pool = before.length > 0 ? before : inSteps(CORDONED_STEPS);
+    const name = pool[Math.floor(random() * pool.length)];
+    if (name === undefined) continue;
+    const node = await world.core.patchNode({ name, body: { spec: { unschedulable: false } } }, MERGE_PATCH);
+    ctx.addFault(`outside uncordon of ${shortNodeName(name)} (${world.stateOf(node)}, second ${second.world.stateOf(node)})`);
+    if (uncordons === 1) await killOneRelease(ctx, second.world);
+  }
+}
+
+/** SIGKILLs the running coordinator of a release drawn at random, and starts another of it. */
+async function killOneRelease(ctx: FaultContext, secondWorld: RolloutWorld): Promise<void> {
+  const ofSecond = ctx.random() < 0.5;
+  const victim = ctx.coordinators.find((c) => c.isRunning() && c.identity.startsWith(SECOND_RELEASE_IDENTITY) === ofSecond);
+  if (victim === undefined) return;
+  const life = ctx.lifeOf(victim.identity);
+  await victim.kill('SIGKILL');
+  ctx.addFault(`SIGKILL ${victim.identity} (${ofSecond ? 'second' : 'first'} release, ${life}${inFlight(ctx)})`);
+  ctx.startCoordinator(ofSecond ? secondWorld : undefined);
+}
 
 /** The agents' module cache for chaos runs, kept across runs (DRIVER_ROLLOUT_CACHE or ~/.cache/driver-rollout): the sample driver compiles once per version. */
 function chaosModuleCache(): string {

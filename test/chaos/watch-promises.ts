@@ -2,6 +2,7 @@ import { CoreV1Api, PolicyV1Api, Watch, type KubeConfig, type V1Node, type V1Pod
 import {
   adminCordoned,
   blockedByLimit,
+  cordonLostViolation,
   haltedByBudget,
   isJoining,
   limitViolations,
@@ -11,6 +12,7 @@ import {
   protectedPodRemoval,
   settledViolations,
   uncordonViolations,
+  type CordonWatch,
   type ObservedBudget,
   type ObservedNode,
   type ObservedPod,
@@ -90,7 +92,8 @@ function nodeSelectorKeysOf(pod: V1Pod): string[] {
 /**
  * Watches the rollout's nodes and the workloads' pods and checks the observer's promises on
  * every change (test/observer/rollout-promises.ts): the limits across each node change, admin
- * cordons never lifted, protected pods never removed. Admin cordons are taken from the nodes as
+ * cordons never lifted, a node uncordoned from outside mid-upgrade not moved on uncordoned,
+ * protected pods never removed. Admin cordons are taken from the nodes as
  * the watch first lists them (the test cordons before the rollout starts). An operand pod removed
  * before the node watch shows its label paused (two watches, no order between them) is held
  * until a node change shows the pause, and judged a violation at checkSettled if none did.
@@ -121,9 +124,17 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
   const requests: AbortController[] = [];
   let stopped = false;
 
+  const cordons = new Map<string, CordonWatch>();
+  const judgeCordon = (prior: ObservedNode | undefined, now: ObservedNode | undefined): void => {
+    if (now === undefined) return;
+    const judged = cordonLostViolation(cordons.get(now.name), prior, now, options.rollout);
+    cordons.set(now.name, judged.watch);
+    if (judged.violation !== null) violations.push(`${new Date().toISOString()} ${judged.violation}`);
+  };
   const onNode = (type: string, node: V1Node): void => {
     const before = [...nodes.values()];
     const name = node.metadata?.name ?? '';
+    const prior = nodes.get(name);
     const priorState = nodes.get(name)?.labels[options.rollout.stateKey];
     if (type !== 'DELETED' && priorState !== node.metadata?.labels?.[options.rollout.stateKey]) transitions += 1;
     if (type === 'DELETED') nodes.delete(name);
@@ -140,6 +151,7 @@ export async function watchPromises(options: PromiseWatchOptions): Promise<Promi
     for (const [id, held] of unpaused) if (held.node === name && held.labels.some((k) => paused.has(k))) unpaused.delete(id);
     checks += 1;
     for (const v of [...limitViolations(before, after, options.rollout), ...uncordonViolations(after, cordonedByAdmin)]) violations.push(`${new Date().toISOString()} ${v}`);
+    judgeCordon(prior, nodes.get(name));
     for (const wake of [...waiters]) wake();
   };
   const judged = new Set<string>();

@@ -253,6 +253,8 @@ function whyOutOfService(node: ObservedNode, stateKey: string): string {
 interface PoolTally {
   total: number;
   outOfService: number;
+  /** Of those, nodes out of service only by another driver's cordon (its upgrade under way, this one's not). */
+  heldByOthers: number;
   upgrading: number;
   /** The out-of-service nodes and why, for a violation's message: `node state`, `node NotReady`, `node cordoned`. */
   why: string[];
@@ -264,10 +266,11 @@ function tally(nodes: readonly ObservedNode[], rollout: ObservedRollout): Map<st
     if (node.joining === true) continue;
     const pool = poolOf(node, rollout);
     if (pool === null) continue;
-    const t = pools.get(pool) ?? { total: 0, outOfService: 0, upgrading: 0, why: [] };
+    const t = pools.get(pool) ?? { total: 0, outOfService: 0, heldByOthers: 0, upgrading: 0, why: [] };
     t.total += 1;
     if (isOutOfService(node, rollout.stateKey)) {
       t.outOfService += 1;
+      if (node.ready && !UPGRADING.has(stateOf(node, rollout.stateKey)) && heldByOtherDrivers(node, rollout).length > 0) t.heldByOthers += 1;
       t.why.push(whyOutOfService(node, rollout.stateKey));
     }
     if (UPGRADING.has(stateOf(node, rollout.stateKey))) t.upgrading += 1;
@@ -284,7 +287,13 @@ function poolByName(rollout: ObservedRollout, name: string): ObservedPool {
  * The limits across one change (`before` → `after`, the same cluster a moment apart): a pool may
  * be above maxUnavailable (or maxParallelUpgrades) only if no node of it went from in service to
  * out of service (from not upgrading to upgrading) in this change by the rollout's hand (a state
- * or cordon change; a node that merely turned NotReady is the world's doing).
+ * or cordon change; a node that merely turned NotReady is the world's doing, and a cordon that
+ * another driver's upgrade holds is that driver's). Nodes out of service only by another driver's
+ * cordon do not count here: two coordinators see each other's cordons an informer's lag late, so
+ * one's start and the other's cordon (a start, a cordon again after an outside uncordon) may land
+ * together, each within its limit as it saw the pool. Each driver's own nodes are judged by its
+ * own limit; the coordinator does count the other's cordons (pool-capacity.ts), which no
+ * observer of the outcome can tell from this race.
  */
 export function limitViolations(before: readonly ObservedNode[], after: readonly ObservedNode[], rollout: ObservedRollout): string[] {
   const key = rollout.stateKey;
@@ -296,7 +305,9 @@ export function limitViolations(before: readonly ObservedNode[], after: readonly
     if (prior === undefined) continue;
     const pool = poolOf(node, rollout);
     if (pool === null) continue;
-    const byRollout = prior.unschedulable !== node.unschedulable || stateOf(prior, key) !== stateOf(node, key);
+    // A cordon that comes with another driver's upgrade under way (its start, its cordon again) is that driver's.
+    const cordonedByUs = prior.unschedulable !== node.unschedulable && heldByOtherDrivers(node, rollout).length === 0;
+    const byRollout = cordonedByUs || stateOf(prior, key) !== stateOf(node, key);
     if (byRollout && !isOutOfService(prior, key) && isOutOfService(node, key)) takenOut.add(pool);
     if (!UPGRADING.has(stateOf(prior, key)) && UPGRADING.has(stateOf(node, key))) started.add(pool);
   }
@@ -304,7 +315,7 @@ export function limitViolations(before: readonly ObservedNode[], after: readonly
   for (const [name, t] of tally(after, rollout)) {
     const pool = poolByName(rollout, name);
     const limit = allowedUnavailable(pool.maxUnavailable, t.total);
-    if (takenOut.has(name) && t.outOfService > limit) {
+    if (takenOut.has(name) && t.outOfService - t.heldByOthers > limit) {
       violations.push(`pool ${name}: ${t.outOfService} of ${t.total} nodes out of service, maxUnavailable ${String(pool.maxUnavailable)} allows ${limit} (${t.why.join(', ')})`);
     }
     if (started.has(name) && pool.maxParallelUpgrades > 0 && t.upgrading > pool.maxParallelUpgrades) {
@@ -344,6 +355,45 @@ export function heldByOtherDrivers(node: ObservedNode, rollout: ObservedRollout)
   return Object.entries(node.labels)
     .filter(([k, v]) => k !== rollout.stateKey && k.endsWith('-driver-upgrade-state') && (UPGRADING.has(v) || v === 'upgrade-failed'))
     .map(([k, v]) => `${k}=${v}`);
+}
+
+/** The steps between a driver's cordon and its validation: the rollout keeps the node cordoned through them. */
+const CORDONED_STEPS = new Set(['wait-for-jobs-required', 'pod-deletion-required', 'drain-required', 'pod-restart-required', 'validation-required']);
+/** Where a node moves on to from a cordoned step: a later one, or past the driver restart. */
+const LATER_STEPS = new Set([...CORDONED_STEPS, 'uncordon-required', 'upgrade-done']);
+
+/**
+ * What the observer remembers of one node's cordon in one driver's upgrade: `held` once seen
+ * cordoned in a cordoned step; `movesUncordoned` from when it was then seen schedulable in one
+ * (uncordoned from outside): the steps the rollout has moved it on since while it stayed so.
+ */
+export interface CordonWatch {
+  readonly held: boolean;
+  readonly movesUncordoned: number | null;
+}
+
+/**
+ * A node uncordoned from outside in a step that needs it cordoned (wait-for-jobs-required …
+ * validation-required) is not left schedulable while its driver restart is pending: the rollout
+ * cordons it again, or sends it back to cordon-required (or fails it), before it moves it on.
+ * One step on while schedulable is the write under way when the uncordon came, planned on the
+ * node as it was; a second is a violation. A node never seen cordoned in those steps (a
+ * restart-only upgrade never cordons) is not judged. `before` → `after`: the node a change apart.
+ */
+export function cordonLostViolation(prior: CordonWatch | undefined, before: ObservedNode | undefined, after: ObservedNode, rollout: ObservedRollout): { watch: CordonWatch; violation: string | null } {
+  const key = rollout.stateKey;
+  const state = stateOf(after, key);
+  const from = before === undefined ? state : stateOf(before, key);
+  let moves = prior?.movesUncordoned ?? null;
+  let violation: string | null = null;
+  if (moves !== null && from !== state) {
+    if (after.unschedulable || !LATER_STEPS.has(state)) moves = null;
+    else if ((moves += 1) > 1) violation = `${after.name}: ${rollout.driverName} moved on from ${from} to ${state} with the node uncordoned from outside and not cordoned again (${moves} steps since)`;
+  }
+  if (!CORDONED_STEPS.has(state)) return { watch: { held: false, movesUncordoned: null }, violation };
+  if (after.unschedulable) return { watch: { held: true, movesUncordoned: null }, violation };
+  const held = prior?.held ?? false;
+  return { watch: { held, movesUncordoned: held ? (moves ?? 0) : null }, violation };
 }
 
 /** An admin's cordon is never lifted by the rollout. */

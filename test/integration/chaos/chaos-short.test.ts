@@ -24,6 +24,7 @@ async function runShort(plane: ChaosPlane, scenario: Scenario): Promise<void> {
   const result = await runScenario(plane, scenario, seed, { nodes: 4, maxKills: 2, timeoutMs: RUN_TIMEOUT_MS, log: (l) => lines.push(l) });
   process.stderr.write(`[chaos] ${scenario} seed ${seed}: ${result.seconds.toFixed(0)} s, ${result.faults.length} faults, ${result.checks} changes checked, ${result.violations.length} violations\n`);
   process.stderr.write(`[chaos]   faults: ${result.faults.join('; ')}\n[chaos]   end: ${result.final.map((f) => `${f.node.slice(-2)} ${f.state}${f.ready ? '' : ' NotReady'}${f.state === 'upgrade-done' ? '' : ` (${f.reason})`}`).join('; ')}\n`);
+  if (result.secondFinal !== undefined) process.stderr.write(`[chaos]   second release end: ${result.secondFinal.map((f) => `${f.node.slice(-2)} ${f.state}${f.state === 'upgrade-done' ? '' : ` (${f.reason})`}`).join('; ')}\n`);
   const replay = `replay: npm run chaos -- --scenario ${scenario} --seed ${seed} --iterations 1\n${lines.join('\n')}\nfaults: ${result.faults.join('; ')}`;
   expect(result.faults, replay).not.toEqual([]);
   expect(result.checks, replay).toBeGreaterThan(0);

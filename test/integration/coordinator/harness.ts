@@ -74,9 +74,12 @@ export class RolloutWorld {
   nodeNames: string[] = [];
   private readonly stops: (() => Promise<void>)[] = [];
 
-  constructor(kc: KubeConfig, prefix: string, driver?: string) {
+  /** False for a world beside another (`beside`): the nodes are that world's to delete. */
+  private ownsNodes = true;
+
+  constructor(kc: KubeConfig, prefix: string, driver?: string, id?: string) {
     this.kc = kc;
-    this.id = `${prefix}-${randomBytes(3).toString('hex')}`;
+    this.id = id ?? `${prefix}-${randomBytes(3).toString('hex')}`;
     this.driver = driver ?? `t${randomBytes(4).toString('hex')}`;
     this.keys = driverKeys(this.driver);
     this.core = kc.makeApiClient(CoreV1Api);
@@ -93,6 +96,19 @@ export class RolloutWorld {
     );
   }
 
+  /**
+   * A second release beside this world, as a second `helm install` for another driver would run
+   * it: the same nodes (and id), a namespace, driver name and DaemonSet of its own. Tear it down
+   * before this world; its tearDown leaves the nodes to this one.
+   */
+  async beside(prefix: string): Promise<RolloutWorld> {
+    const other = new RolloutWorld(this.kc, prefix, undefined, this.id);
+    other.ns = await createTestNamespace(this.kc, `${prefix}-${this.id}`.slice(0, 50));
+    other.nodeNames = this.nodeNames;
+    other.ownsNodes = false;
+    return other;
+  }
+
   /** Runs `stop` when the test ends, before the nodes and the namespace are deleted (last registered, first run). */
   onTearDown(stop: () => Promise<void>): void {
     this.stops.push(stop);
@@ -100,7 +116,7 @@ export class RolloutWorld {
 
   async tearDown(): Promise<void> {
     for (const stop of this.stops.splice(0).reverse()) await stop();
-    await deleteFakeNodes(this.kc, this.nodeNames);
+    if (this.ownsNodes) await deleteFakeNodes(this.kc, this.nodeNames);
     await this.ns.delete();
   }
 

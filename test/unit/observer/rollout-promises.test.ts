@@ -3,6 +3,8 @@ import {
   adminCordoned,
   allowedUnavailable,
   blockedByLimit,
+  cordonLostViolation,
+  type CordonWatch,
   haltedByBudget,
   isJoining,
   neverDisruptedRemoval,
@@ -93,6 +95,21 @@ describe('the limits across one change', () => {
     expect(isJoining(joining, false, false)).toBe(true);
     expect(isJoining(joining, true, false)).toBe(false);
     expect(isJoining(node('n', 'unknown', { ready: true }), false, false)).toBe(false);
+  });
+
+  it('does not blame the rollout for another driver\'s cordon (a second release starting the node)', () => {
+    const before = pool(['cordon-required', 'upgrade-done', 'upgrade-done']);
+    const ofed = (state: string) => ({ unschedulable: true, labels: { pool: 'a', 'nvidia.com/ofed-driver-upgrade-state': state } });
+    expect(limitViolations(before, pool(['cordon-required', 'upgrade-done', 'upgrade-done'], [{}, ofed('cordon-required'), ofed('cordon-required')]), rollout)).toEqual([]);
+    expect(limitViolations(before, pool(['cordon-required', 'upgrade-done', 'upgrade-done'], [{}, { unschedulable: true }, { unschedulable: true }]), rollout)).toHaveLength(1);
+  });
+
+  it('judges a start by this driver\'s own nodes: another driver\'s cordon landing with it is not counted (two coordinators, an informer\'s lag apart)', () => {
+    const ofed = { unschedulable: true, labels: { pool: 'a', 'nvidia.com/ofed-driver-upgrade-state': 'cordon-required' } };
+    const before = pool(['upgrade-required', 'upgrade-done', 'upgrade-done'], [{}, ofed, ofed]);
+    expect(limitViolations(before, pool(['cordon-required', 'upgrade-done', 'upgrade-done'], [{}, ofed, ofed]), rollout)).toEqual([]);
+    const three = pool(['cordon-required', 'cordon-required', 'cordon-required']);
+    expect(limitViolations(pool(['cordon-required', 'cordon-required', 'upgrade-required']), three, rollout)).toHaveLength(1);
   });
 
   it('lets nodes already out of service start even above the limit', () => {
@@ -239,6 +256,42 @@ describe('cordons, pods and the end state', () => {
       'stuck: ended in drain-required (silently: no reason)',
       'left: upgrade-done but left cordoned',
     ]);
+  });
+});
+
+describe('an outside uncordon mid-upgrade', () => {
+  /** The violations over one node's changes, each `state` or `state cordoned`, from the first. */
+  const judge = (...changes: string[]): string[] => {
+    let watch: CordonWatch | undefined;
+    let before: ObservedNode | undefined;
+    const violations: string[] = [];
+    for (const change of changes) {
+      const [state = '', cordoned] = change.split(' ');
+      const after = node('n', state, { unschedulable: cordoned === 'cordoned' });
+      const step = cordonLostViolation(watch, before, after, rollout);
+      if (step.violation !== null) violations.push(step.violation);
+      watch = step.watch;
+      before = after;
+    }
+    return violations;
+  };
+
+  it('is kept when the rollout cordons the node again, or sends it back, before it moves it on; one step on is the write under way', () => {
+    expect(judge('cordon-required cordoned', 'drain-required cordoned', 'drain-required', 'drain-required cordoned', 'pod-restart-required cordoned')).toEqual([]);
+    expect(judge('pod-deletion-required cordoned', 'pod-deletion-required', 'drain-required', 'cordon-required', 'wait-for-jobs-required cordoned', 'upgrade-done')).toEqual([]);
+    expect(judge('pod-restart-required cordoned', 'pod-restart-required', 'upgrade-done')).toEqual([]);
+    expect(judge('drain-required cordoned', 'drain-required', 'upgrade-failed')).toEqual([]);
+  });
+
+  it('is broken by a second step on with the node still schedulable', () => {
+    expect(judge('pod-deletion-required cordoned', 'pod-deletion-required', 'drain-required', 'pod-restart-required')).toEqual([
+      'n: gpu moved on from drain-required to pod-restart-required with the node uncordoned from outside and not cordoned again (2 steps since)',
+    ]);
+    expect(judge('drain-required cordoned', 'drain-required', 'pod-restart-required', 'upgrade-done')).toHaveLength(1);
+  });
+
+  it('does not judge a node never seen cordoned in those steps (a restart-only upgrade never cordons)', () => {
+    expect(judge('upgrade-required', 'pod-restart-required', 'validation-required', 'upgrade-done')).toEqual([]);
   });
 });
 

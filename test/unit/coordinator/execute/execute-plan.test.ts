@@ -107,6 +107,29 @@ describe('executePlan: a cordon change is written against the node as read, with
     expect([writer.nodes.get('n1')?.spec?.unschedulable, holdersOf(writer)]).toEqual([true, 'nvidia.com/ofed']);
   });
 
+  it('a start whose node turned NotReady since it was planned is not sent, whether the node as known or the read after a conflict shows it: the list fails and the next pass plans the node afresh', async () => {
+    const notReady = (n: V1Node): void => {
+      n.status = { conditions: [{ type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown' }] };
+    };
+    const start: NodePlan = { node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), cordon('nvidia.com/gpu')] };
+    const known = setUp(['n1']);
+    known.writer.changeNode('n1', notReady);
+    const failures = await executePlan([start], known.hooks);
+    expect(failures).toEqual([{ node: 'n1', action: 'setState', message: 'node n1 turned NotReady before its start was sent; not started' }]);
+    expect(known.writer.calls).toEqual([]);
+    // Known Ready, NotReady by the time the patch is sent: the conflict's read shows it.
+    const raced = setUp(['n1']);
+    const stale = structuredClone(raced.writer.nodes.get('n1'));
+    raced.writer.changeNode('n1', notReady);
+    expect((await executePlan([start], { ...raced.hooks, nodeAsKnown: () => stale })).map((f) => f.message)).toEqual(['node n1 turned NotReady before its start was sent; not started']);
+    expect(raced.writer.calls).toEqual(['patchNode n1', 'readNode n1']);
+    expect(raced.writer.nodes.get('n1')?.metadata?.labels).toEqual({});
+    // The cordon of a node already upgrading goes on whatever its readiness (cordoned again after an outside uncordon).
+    const upgrading = setUp(['n1']);
+    upgrading.writer.changeNode('n1', notReady);
+    expect(await executePlan([{ node: 'n1', actions: [setState('n1', 'drain-required', 'cordon-required'), cordon('nvidia.com/gpu')] }], upgrading.hooks)).toEqual([]);
+  });
+
   it('gives up after CORDON_WRITE_TRIES conflicts in a row: the node\'s list fails and the next pass plans it again', async () => {
     const { writer, hooks, seen } = setUp(['n1']);
     const patchNode = writer.patchNode.bind(writer);

@@ -265,6 +265,24 @@ describe('NodePlansInFlight', () => {
       expect([api.held(), settled.sort()]).toEqual([[], ['a', 'b']]);
     });
 
+    it('is pending until it is sent, and a newer pass that would hold it revokes it: it settles as done, never sent, its node free and no longer counted', async () => {
+      const api = aHeldWriter(['a', 'b']);
+      const inFlight = new NodePlansInFlight(4);
+      const settled: string[] = [];
+      inFlight.startPlans([done('a'), handedOn('b', 'a')], hooksOf(api.writer), (plan) => { settled.push(plan.node); });
+      await tick();
+      // a's plan is no start; b's is, and waits for a's.
+      expect(inFlight.pendingStarts(keys.upgradeState)).toEqual(['b']);
+      expect(inFlight.pendingStarts(driverKeys('nic').upgradeState)).toEqual([]);
+      expect(inFlight.revokeStarts(['a', 'b'], keys.upgradeState)).toEqual(['b']);
+      expect([settled, inFlight.isBusy('b'), inFlight.raisingActions(), inFlight.pendingStarts(keys.upgradeState)]).toEqual([['b'], false, [], []]);
+      await api.answer('patch a');
+      expect(api.held()).toEqual(['event a']);
+      await api.answer('event a');
+      await inFlight.idle();
+      expect([api.writer.calls.filter((c) => c.endsWith(' b')), settled]).toEqual([[], ['b', 'a']]);
+    });
+
     it('is dropped when the freeing plan ends short: leadership lost between its two patches', async () => {
       const api = aHeldWriter(['c', 'd']);
       const inFlight = new NodePlansInFlight(4);
@@ -278,6 +296,22 @@ describe('NodePlansInFlight', () => {
       await inFlight.idle();
       expect([api.held(), settled]).toEqual([[], ['c', 'd']]);
     });
+  });
+
+  it('a start queued behind others is pending and revocable; one being sent is neither', async () => {
+    const api = aHeldWriter(['n1', 'n2']);
+    const inFlight = new NodePlansInFlight(1);
+    const settled: string[] = [];
+    for (const n of ['n1', 'n2']) void inFlight.start(aStart(n), hooksOf(api.writer), () => { settled.push(n); });
+    await tick();
+    expect([api.held(), inFlight.pendingStarts(keys.upgradeState)]).toEqual([['patch n1 cordon'], ['n2']]);
+    expect(inFlight.revokeStarts(['n1', 'n2'], keys.upgradeState)).toEqual(['n2']);
+    expect([settled, inFlight.isBusy('n1'), inFlight.isBusy('n2')]).toEqual([['n2'], true, false]);
+    expect(inFlight.raisingActions()).toEqual([setState('n1', 'upgrade-required', 'cordon-required')]);
+    await api.answer('patch n1 cordon');
+    await api.answer('event n1');
+    await inFlight.idle();
+    expect([api.held(), settled]).toEqual([[], ['n2', 'n1']]);
   });
 
   it('a start whose first patch fails is counted (the pass goes on) and settles with the failure', async () => {
