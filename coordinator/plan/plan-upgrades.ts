@@ -28,6 +28,7 @@ import { usesDevice } from './device-pods.ts';
 import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
+import { stoppedForDependencies } from './load-order.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
@@ -37,7 +38,7 @@ import { slotReleaseOf, takeReleasedSlot, type SlotRelease } from './slot-releas
 import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts';
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
-import { firstReason, START_CHECKS, type StartContext } from './start-checks.ts';
+import { firstReason, RESUME_CHECKS, START_CHECKS, type StartContext } from './start-checks.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
 import { handlePodDeletion } from './states/handle-pod-deletion.ts';
@@ -205,7 +206,7 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;
-    const reason = firstReason(START_CHECKS, node, ctx);
+    const reason = firstReason(stoppedForDependencies(node, ctx).length > 0 ? RESUME_CHECKS : START_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
     if (reason !== null) {

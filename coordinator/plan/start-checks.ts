@@ -62,6 +62,14 @@ const noSlotReasons = new WeakMap<PoolBudget, Reason>();
 
 export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isHalted, hasNoSlot];
 
+/**
+ * For a node whose driver a dependency's maintenance stopped (load-order.ts,
+ * stoppedForDependencies): it is down already, and its own flow is what lets it load again, so
+ * only what leaves the node alone holds it; the gates that hold new starts (pause, failure
+ * budget, slots) do not.
+ */
+export const RESUME_CHECKS: readonly StartCheck[] = [isSkipped, isInTwoPools, hasNoDriverPod];
+
 export function firstReason(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): Reason | null {
   for (const check of checks) {
     const reason = check(node, ctx);
