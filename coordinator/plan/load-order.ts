@@ -7,7 +7,7 @@
  * - the dependency (ofed) is replaced (its out-of-date pod deleted, or its safe load released)
  *   only once no dependent (gpu) is loaded on the node, nor about to load: its agent's
  *   loaded-driver annotation gone (the agent removes it when it unloads on stop, UNLOAD_ON_STOP),
- *   and no pod of its DaemonSets running there unless at the safe-load gate. The dependency's
+ *   and no pod of its DaemonSets running there past the safe-load gate (a Pending pod waits at it). The dependency's
  *   maintenance stops such a dependent itself, whatever the dependent's own state (its change
  *   seen or not, or none at all): it deletes the dependent's driver pods, with an Event under the
  *   dependent's reason. It leaves them to the dependent's own restart while that runs
@@ -28,6 +28,7 @@
  * drivers are seen through their state labels, safe-load and loaded-driver annotations, and pods.
  */
 import { driverKeys, isUpgradeState, upgradeEventReason, UPGRADE_STATES, type DriverKeys, type UpgradeState } from '../../shared/keys.ts';
+import { LOADED_DRIVER, NodeAnnotationProblem, parseNodeAnnotation } from '../../shared/node-annotations.ts';
 import type { NodeAction } from './action.ts';
 import { listPods, usesDevice } from './device-pods.ts';
 import { isWaitingForSafeLoad } from './needs-upgrade.ts';
@@ -89,9 +90,14 @@ function dependentToStop(node: NodeContext, ctx: StepContext, dependent: Depende
   const keys = driverKeys(dependent.driver, ctx.policy.keyDomain);
   const annotations = node.view.annotations;
   const loaded = annotations[keys.driverLoaded] !== undefined;
+  const holder = loadedBy(annotations[keys.driverLoaded], keys.driverLoaded);
+  const gated = isWaitingForSafeLoad(annotations, keys);
   const pods = node.view.snapshot.pods.filter((p) => isPodOf(p, dependent));
-  // A new pod at the safe-load gate waits for the dependent's own flow, which lets it load after this one.
-  const live = isWaitingForSafeLoad(annotations, keys) ? [] : pods.filter((p) => !p.deleting);
+  // To stop: the pod whose agent loaded the driver, and any other pod of the dependent whose
+  // agent runs (phase Running: its init containers, the safe-load gate among them, are done) while
+  // no safe load is asked, so it loads or is about to. A new pod is Pending while its init
+  // container asks for a safe load and waits: the dependent's own flow lets it load, after this one.
+  const live = pods.filter((p) => !p.deleting && (`${p.namespace}/${p.name}` === holder || (!gated && p.phase === 'Running')));
   if (!loaded && live.length === 0) return null;
   const label = node.view.labels[keys.upgradeState];
   const state = label ?? 'no upgrade state';
@@ -114,6 +120,12 @@ function stopActions(node: NodeContext, ctx: StepContext, keys: DriverKeys, driv
   const dependency = ctx.policy.driverName;
   const message = `stopping driver pod ${listPods(pods)}: ${dependency}'s driver restarts on the node and ${driver} loads after it; the new pod waits at the safe-load gate (${keys.waitForSafeLoad}) until ${dependency} is loaded`;
   return [...deletes, { kind: 'emitEvent', node: name, type: 'Normal', reason: upgradeEventReason(driver), message }];
+}
+
+/** `<namespace>/<name>` of the pod whose agent loaded the driver (its loaded-driver annotation); null when absent or unreadable. */
+function loadedBy(raw: string | undefined, key: string): string | null {
+  const loaded = parseNodeAnnotation(LOADED_DRIVER, 'node', key, raw);
+  return loaded === undefined || loaded instanceof NodeAnnotationProblem ? null : loaded.pod;
 }
 
 function isPodOf(pod: PodSnapshot, dependent: DependentDriverSnapshot): boolean {

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { dependentDrivers, type DependentRollout } from '../../../../coordinator/policy/dependent-drivers.ts';
 import type { ClusterSnapshot, DependentDriverSnapshot } from '../../../../coordinator/plan/snapshot.ts';
+import { driverFingerprint, renderLoadedDriver } from '../../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
 import { actionsOf, aCluster, aNode, aPod, aPolicy, effectsOf, planAt, reasonOf, secondsAgo, statesOf, KEYS, type NodeBuilder, type PodBuilder } from './fixtures.ts';
 
@@ -136,7 +137,23 @@ const cases: readonly Case[] = [
   },
   {
     name: 'dependency, peermem stopped (no loaded annotation) and its new pod at the safe-load gate → gpu replaced',
-    node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' }).annotated({ [PEERMEM.waitForSafeLoad]: 'true' }).with(peermemPod().notReady()),
+    node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' }).annotated({ [PEERMEM.waitForSafeLoad]: 'true' }).with(peermemPod().inPhase('Pending').notReady()),
+    dependents: [PEERMEM_DRIVER],
+    effects: [DELETE_DRIVER],
+    reason: { code: 'waiting-for-driver-pod', message: 'restarting the driver pod' },
+  },
+  {
+    name: 'dependency, peermem asks for a safe load while its driver is still loaded by its old pod → that pod stopped first',
+    node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-required' })
+      .annotated({ [PEERMEM.waitForSafeLoad]: 'true', [PEERMEM.driverLoaded]: renderLoadedDriver({ pod: 'gpu-operator/peermem-driver-n1', fingerprint: driverFingerprint({ version: '1', modules: ['peermem'], loadPlan: 'peermem', loadOptional: [], parameters: {} }) }) })
+      .with(peermemPod()),
+    dependents: [PEERMEM_DRIVER],
+    effects: [DELETE_PEERMEM],
+    reason: { code: 'load-order', message: 'waiting for peermem (upgrade-required) to stop first' },
+  },
+  {
+    name: 'dependency, peermem\'s new pod Pending (its init container about to ask for a safe load) → gpu replaced, the pod left to wait at the gate',
+    node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' }).with(peermemPod().inPhase('Pending').notReady()),
     dependents: [PEERMEM_DRIVER],
     effects: [DELETE_DRIVER],
     reason: { code: 'waiting-for-driver-pod', message: 'restarting the driver pod' },
