@@ -124,6 +124,12 @@ export interface DriverKeys {
   readonly driverLoaded: string;
   /** Node annotation (ours): `"true"` while the node's upgrade is a restart only (the template loads the driver already loaded). */
   readonly restartOnly: string;
+  /**
+   * Node annotation (ours): the driver (its driverName) whose maintenance stopped this one on the
+   * node, since this one loads after it (coordinator/plan/load-order.ts); this driver's own
+   * upgrade then starts past pause, failure budget and slots, and its start removes the mark.
+   */
+  readonly stoppedFor: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -167,6 +173,7 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     clientsStopped: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.clients-stopped`,
     driverLoaded: `${fact}-driver-loaded`,
     restartOnly: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.restart-only`,
+    stoppedFor: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.stopped-for`,
   };
 }
 

@@ -115,6 +115,7 @@ export const NODE_ANNOTATIONS = {
   clientsStopped: COMMA_LIST,
   driverLoaded: LOADED_DRIVER,
   restartOnly: FLAG,
+  stoppedFor: TEXT,
 } as const satisfies Partial<Record<keyof DriverKeys, AnnotationSchema<unknown>>>;
 
 export type NodeAnnotation = keyof typeof NODE_ANNOTATIONS;

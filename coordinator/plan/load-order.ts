@@ -14,14 +14,15 @@
  *   (cordon-required … pod-restart-required: that flow deletes them after its own checks), and
  *   holds, naming why, while a pod uses the dependent's device, while the dependent's upgrade is
  *   skipped on the node, or when no pod of the dependent's DriverRollout runs there to stop (its
- *   driver loaded by something no rollout manages there);
+ *   driver loaded by something no rollout manages there). Before it deletes them it marks the
+ *   node (the dependent's stopped-for annotation);
  * - the dependent (gpu) stops at once (its old pod is deleted as usual), but its new driver is
  *   let load (its safe load released) only once no dependency upgrading there is still to load
  *   (each has passed pod-restart-required);
- * - a dependent stopped by a dependency's maintenance (its new pod at the safe-load gate, nothing
- *   of it loaded, a dependency upgrading on the node) starts its own upgrade past the gates that
- *   only hold new starts (pause, failure budget, slots: stoppedForDependencies): it is already
- *   down, and its flow is what lets it load again, on its newest revision, after the dependency.
+ * - a dependent so marked needs its upgrade (needs-upgrade.ts) whatever its state, and, nothing of
+ *   it loaded, starts it past the gates that only hold new starts (pause, failure budget, slots:
+ *   stoppedForDependency): it is already down, and its flow is what lets it load again, on its
+ *   newest revision, after the dependency. Its start removes the mark.
  *
  * So the dependent must run with the safe-load gate (its init container) and unload on stop;
  * without them its new driver loads, or its old one stays loaded, regardless. Pure: other
@@ -32,7 +33,6 @@ import { LOADED_DRIVER, NodeAnnotationProblem, parseNodeAnnotation } from '../..
 import type { NodeAction } from './action.ts';
 import { listPods, usesDevice } from './device-pods.ts';
 import { isWaitingForSafeLoad } from './needs-upgrade.ts';
-import { isInProgress } from './pool-capacity.ts';
 import type { DependentDriverSnapshot, PodSnapshot } from './snapshot.ts';
 import type { NodeContext, Reason, StepContext } from './step.ts';
 
@@ -116,10 +116,13 @@ function dependentToStop(node: NodeContext, ctx: StepContext, dependent: Depende
 /** The dependent's pods deleted (its DaemonSet recreates them at its newest revision, at the safe-load gate), and why, in the dependent's own Events. */
 function stopActions(node: NodeContext, ctx: StepContext, keys: DriverKeys, driver: string, pods: readonly PodSnapshot[]): NodeAction[] {
   const name = node.view.snapshot.name;
-  const deletes: NodeAction[] = pods.map((p) => ({ kind: 'deletePod', node: name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } }));
   const dependency = ctx.policy.driverName;
+  // The mark first: stored, it brings the dependent back through its own flow whatever its state then.
+  const mark: NodeAction = { kind: 'setAnnotation', node: name, key: keys.stoppedFor, value: dependency };
+  const deletes: NodeAction[] = pods.map((p) => ({ kind: 'deletePod', node: name, pod: { namespace: p.namespace, name: p.name, uid: p.uid } }));
   const message = `stopping driver pod ${listPods(pods)}: ${dependency}'s driver restarts on the node and ${driver} loads after it; the new pod waits at the safe-load gate (${keys.waitForSafeLoad}) until ${dependency} is loaded`;
-  return [...deletes, { kind: 'emitEvent', node: name, type: 'Normal', reason: upgradeEventReason(driver), message }];
+  // The Event right after the mark's patch: sent once that patch is stored, even should leadership end before the deletions.
+  return [...(node.view.annotations[keys.stoppedFor] === dependency ? [] : [mark]), { kind: 'emitEvent', node: name, type: 'Normal', reason: upgradeEventReason(driver), message }, ...deletes];
 }
 
 /** `<namespace>/<name>` of the pod whose agent loaded the driver (its loaded-driver annotation); null when absent or unreadable. */
@@ -141,16 +144,13 @@ export function waitingForDependenciesToLoad(node: NodeContext, ctx: StepContext
 }
 
 /**
- * The drivers this one loads after whose maintenance on the node stopped it: its new pod waits at
- * the safe-load gate, nothing of it is loaded, and they are upgrading there (cordon-required …
- * uncordon-required). Empty: none, and the node starts as any other.
+ * A dependency's maintenance stopped this driver on the node (its stopped-for mark, written
+ * before its pods were deleted) and nothing of it is loaded there: its own upgrade starts past the
+ * gates that hold new starts. The dependency named; null: not so stopped.
  */
-export function stoppedForDependencies(node: NodeContext, ctx: StepContext): string[] {
+export function stoppedForDependency(node: NodeContext, ctx: StepContext): string | null {
   const keys = ctx.policy.keys;
   const annotations = node.view.annotations;
-  if (!isWaitingForSafeLoad(annotations, keys) || annotations[keys.driverLoaded] !== undefined) return [];
-  return ctx.policy.loadsAfter.filter((driver) => {
-    const state = node.view.labels[driverKeys(driver, ctx.policy.keyDomain).upgradeState] ?? '';
-    return isUpgradeState(state) && isInProgress(state);
-  });
+  const by = annotations[keys.stoppedFor];
+  return by === undefined || annotations[keys.driverLoaded] !== undefined ? null : by;
 }

@@ -28,7 +28,7 @@ import { usesDevice } from './device-pods.ts';
 import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
-import { stoppedForDependencies } from './load-order.ts';
+import { stoppedForDependency } from './load-order.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
 import { isCordonedByAdmin, otherDriverHolds } from './other-drivers.ts';
 import { isNodeObjectAction } from './node-patch.ts';
@@ -206,7 +206,7 @@ function startCandidates(candidates: readonly NodeRecord[], ctx: StartContext, r
     .sort(compareCandidates);
   for (const { record } of ordered) {
     const node = record.node;
-    const reason = firstReason(stoppedForDependencies(node, ctx).length > 0 ? RESUME_CHECKS : START_CHECKS, node, ctx);
+    const reason = firstReason(stoppedForDependency(node, ctx) === null ? START_CHECKS : RESUME_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
     if (reason !== null) {
@@ -249,6 +249,7 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
     actions.push({ kind: 'setAnnotation', node: name, key: keys.upgradeStartTime, value: toUnixSeconds(ctx.now) });
   }
   if (isUpgradeRequested(a, keys)) actions.push({ kind: 'removeAnnotation', node: name, key: keys.upgradeRequested });
+  if (a[keys.stoppedFor] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key: keys.stoppedFor });
   const unchanged = canRestartOnly(node, ctx);
   if (unchanged !== null) {
     actions.push({ kind: 'setAnnotation', node: name, key: keys.restartOnly, value: 'true' });

@@ -40,6 +40,7 @@ const CASES: readonly { annotation: NodeAnnotation; good: string; reads: unknown
   { annotation: 'clientsStopped', good: 'a/p1,b/p2', reads: new Set(['a/p1', 'b/p2']), bad: 'a/p1,,b/p2', says: /not <namespace>\/<name>/ },
   { annotation: 'driverLoaded', good: loaded, reads: { pod: 'gpu-operator/gpu-driver-x1', fingerprint, version: '570.86.15' }, bad: '{"pod":"a/b"}', says: /is not the agent's/ },
   { annotation: 'restartOnly', good: 'false', reads: false, bad: 'True', says: /is not "true" or "false": "True"/ },
+  { annotation: 'stoppedFor', good: 'ofed', reads: 'ofed', bad: null },
 ];
 
 /** The DriverKeys that are no node annotation: labels, the pod condition, and the key set's own parts. */

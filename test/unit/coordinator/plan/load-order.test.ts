@@ -10,7 +10,7 @@ import { dependentDrivers, type DependentRollout } from '../../../../coordinator
 import type { ClusterSnapshot, DependentDriverSnapshot } from '../../../../coordinator/plan/snapshot.ts';
 import { driverFingerprint, renderLoadedDriver } from '../../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
-import { actionsOf, aCluster, aNode, aPod, aPolicy, effectsOf, planAt, reasonOf, secondsAgo, statesOf, KEYS, type NodeBuilder, type PodBuilder } from './fixtures.ts';
+import { actionsOf, aCluster, annotationWrites, aNode, aPod, aPolicy, effectsOf, planAt, reasonOf, secondsAgo, statesOf, KEYS, type NodeBuilder, type PodBuilder } from './fixtures.ts';
 
 const OFED = driverKeys('ofed');
 const PEERMEM = driverKeys('peermem');
@@ -274,34 +274,47 @@ describe('drivers that share a node go in order (loadsAfter)', () => {
 });
 
 /**
- * gpu stopped by ofed's maintenance: its new pod at the safe-load gate, nothing of it loaded, ofed
- * upgrading on the node. Its own upgrade starts past the gates that hold new starts (it is down
- * already, and only its flow lets it load again), not past those that leave the node alone.
+ * gpu stopped by ofed's maintenance: ofed marked the node (gpu's stopped-for annotation) before it
+ * deleted gpu's driver pod, and nothing of gpu is loaded. gpu's own upgrade starts past the gates
+ * that hold new starts (it is down already, and only its flow lets it load again), not past those
+ * that leave the node alone; its start removes the mark.
  */
 describe('a dependent stopped by its dependency\'s maintenance resumes', () => {
-  /** gpu waiting to start (its upgrade-done already left for its safe-load request), on a node ofed's maintenance cordoned. */
-  const stopped = (): NodeBuilder => aNode('n1').inState('upgrade-required').cordoned().waitingForSafeLoad().driverNotReady().labelled({ [OFED.upgradeState]: 'pod-restart-required' });
+  const STOPPED = { [KEYS.stoppedFor]: 'ofed' };
+  /** gpu waiting to start, its new pod at the safe-load gate, on a node ofed's maintenance cordoned. */
+  const stopped = (): NodeBuilder => aNode('n1').inState('upgrade-required').cordoned().waitingForSafeLoad().driverNotReady().annotated(STOPPED).labelled({ [OFED.upgradeState]: 'pod-restart-required' });
   const paused = aPolicy({ autoUpgrade: false }, { loadsAfter: ['ofed'] });
+
+  it('the dependency\'s stop marks the node before it deletes the pod', () => {
+    const node = restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' }).annotated({ [PEERMEM.driverLoaded]: '{}' }).with(peermemPod());
+    const actions = actionsOf(planAt({ ...aCluster([node]), dependents: [PEERMEM_DRIVER] }, aPolicy()), 'n1');
+    const mark = actions.findIndex((a) => a.kind === 'setAnnotation' && a.key === PEERMEM.stoppedFor && a.value === 'gpu');
+    expect(mark).toBeGreaterThanOrEqual(0);
+    expect(mark).toBeLessThan(actions.findIndex((a) => a.kind === 'deletePod'));
+  });
 
   it.each([
     { name: 'paused (autoUpgrade false)', node: stopped(), policy: paused },
     { name: 'the failure budget reached', node: stopped(), policy: aPolicy({}, { maxFailedNodes: 1, loadsAfter: ['ofed'] }), others: [aNode('n0').inState('upgrade-failed').cordoned().driverNotReady()] },
     { name: 'no slot left (maxParallelUpgrades 1, another node restarting its driver)', node: stopped(), policy: aPolicy({ maxParallelUpgrades: 1 }, { loadsAfter: ['ofed'] }), others: [aNode('n0').inState('pod-restart-required').cordoned().driverNotReady().annotated({ [KEYS.podRestartStartTime]: secondsAgo(10) })] },
-    { name: 'ofed already validating (its driver loaded, its maintenance not over)', node: stopped().labelled({ [OFED.upgradeState]: 'validation-required' }), policy: paused },
-  ])('starts though $name', ({ node, policy, others }) => {
+    { name: 'ofed already done (its maintenance over before gpu\'s new pod came)', node: stopped().labelled({ [OFED.upgradeState]: 'upgrade-done' }), policy: paused },
+    { name: 'its new pod not yet at the gate (Pending, its init container about to ask)', node: aNode('n1').inState('upgrade-required').cordoned().driverNotReady().annotated(STOPPED), policy: paused },
+  ])('starts though $name, removing the mark', ({ node, policy, others }) => {
     const plan = planAt(aCluster([...(others ?? []), node]), policy);
     expect(statesOf(plan, 'n1')[0]).toBe('cordon-required');
+    expect(annotationWrites(plan, 'n1')[KEYS.stoppedFor]).toBeNull();
   });
 
-  it('from upgrade-done in one pass: its safe-load request → upgrade-required → started, though paused', () => {
-    const node = aNode('n1').inState('upgrade-done').cordoned().waitingForSafeLoad().driverNotReady().labelled({ [OFED.upgradeState]: 'pod-restart-required' });
+  it.each([
+    { name: 'upgrade-done', node: aNode('n1').inState('upgrade-done').cordoned().driverNotReady().annotated(STOPPED) },
+    { name: 'upgrade-failed', node: aNode('n1').inState('upgrade-failed').cordoned().driverNotReady().annotated(STOPPED) },
+  ])('from $name in one pass: → upgrade-required → started, though paused', ({ node }) => {
     expect(statesOf(planAt(aCluster([node]), paused), 'n1').slice(0, 2)).toEqual(['upgrade-required', 'cordon-required']);
   });
 
   it.each([
-    { name: 'its driver still loaded (not stopped by ofed)', node: stopped().annotated({ [KEYS.driverLoaded]: '{}' }), code: 'paused' },
-    { name: 'ofed not upgrading on the node (upgrade-done)', node: stopped().labelled({ [OFED.upgradeState]: 'upgrade-done' }), code: 'paused' },
-    { name: 'ofed only waiting to start (upgrade-required)', node: stopped().labelled({ [OFED.upgradeState]: 'upgrade-required' }), code: 'paused' },
+    { name: 'its driver loaded again (by something else)', node: stopped().annotated({ [KEYS.driverLoaded]: '{}' }), code: 'paused' },
+    { name: 'not marked (a safe-load request alone, ofed upgrading)', node: aNode('n1').inState('upgrade-required').cordoned().waitingForSafeLoad().driverNotReady().labelled({ [OFED.upgradeState]: 'pod-restart-required' }), code: 'paused' },
     { name: 'its upgrade skipped on the node', node: stopped().labelled({ [KEYS.upgradeSkip]: 'true' }), code: 'skipped' },
   ])('waits as any other start when $name', ({ node, code }) => {
     const plan = planAt(aCluster([node]), paused);
