@@ -17,8 +17,8 @@
  *   driver loaded by something no rollout manages there). Before it deletes them it marks the
  *   node (the dependent's stopped-for annotation);
  * - the dependent (gpu) stops at once (its old pod is deleted as usual), but its new driver is
- *   let load (its safe load released) only once no dependency upgrading there is still to load
- *   (each has passed pod-restart-required);
+ *   let load (its safe load released, in pod-restart-required or validation-required) only once
+ *   no dependency upgrading there is still to load (each has passed pod-restart-required);
  * - a dependent so marked needs its upgrade (needs-upgrade.ts) whatever its state, and, nothing of
  *   it loaded, starts it past the gates that only hold new starts (pause, failure budget, slots:
  *   stoppedForDependency): it is already down, and its flow is what lets it load again, on its
@@ -97,7 +97,11 @@ function dependentToStop(node: NodeContext, ctx: StepContext, dependent: Depende
   // agent runs (phase Running: its init containers, the safe-load gate among them, are done) while
   // no safe load is asked, so it loads or is about to. A new pod is Pending while its init
   // container asks for a safe load and waits: the dependent's own flow lets it load, after this one.
-  const live = pods.filter((p) => !p.deleting && (`${p.namespace}/${p.name}` === holder || (!gated && p.phase === 'Running')));
+  // Once stopped (its stopped-for mark, removed only when its own flow starts or lets it load), its
+  // pods are the ones its DaemonSet made since, each held at the gate until that flow lets it load:
+  // only a pod that loaded it is stopped again, so the stop is made once.
+  const stopped = annotations[keys.stoppedFor] !== undefined;
+  const live = pods.filter((p) => !p.deleting && (`${p.namespace}/${p.name}` === holder || (!gated && !stopped && p.phase === 'Running')));
   if (!loaded && live.length === 0) return null;
   const label = node.view.labels[keys.upgradeState];
   const state = label ?? 'no upgrade state';

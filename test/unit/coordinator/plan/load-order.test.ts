@@ -10,7 +10,7 @@ import { dependentDrivers, type DependentRollout } from '../../../../coordinator
 import type { ClusterSnapshot, DependentDriverSnapshot } from '../../../../coordinator/plan/snapshot.ts';
 import { driverFingerprint, renderLoadedDriver } from '../../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
-import { actionsOf, aCluster, annotationWrites, aNode, aPod, aPolicy, effectsOf, planAt, reasonOf, secondsAgo, statesOf, KEYS, type NodeBuilder, type PodBuilder } from './fixtures.ts';
+import { actionsOf, aCluster, annotationWrites, aNode, aPod, aPolicy, effectsOf, planAt, reasonOf, secondsAgo, statesOf, KEYS, NOW, type NodeBuilder, type PodBuilder } from './fixtures.ts';
 
 const OFED = driverKeys('ofed');
 const PEERMEM = driverKeys('peermem');
@@ -127,6 +127,22 @@ const cases: readonly Case[] = [
     dependents: [PEERMEM_DRIVER],
     effects: [DELETE_PEERMEM],
     reason: { code: 'load-order', message: 'waiting for peermem (validation-required) to stop first' },
+  },
+  {
+    name: 'dependency, peermem stopped for gpu already (its mark), its new pod Running before its init container has asked → not stopped again: it waits at the gate',
+    node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' }).annotated({ [PEERMEM.stoppedFor]: 'gpu' }).with(peermemPod()),
+    dependents: [PEERMEM_DRIVER],
+    effects: [DELETE_DRIVER],
+    reason: { code: 'waiting-for-driver-pod', message: 'restarting the driver pod' },
+  },
+  {
+    name: 'dependency, peermem stopped for gpu already, but loaded again by its pod → that pod stopped again',
+    node: restarting().outdated().labelled({ [PEERMEM.upgradeState]: 'upgrade-done' })
+      .annotated({ [PEERMEM.stoppedFor]: 'gpu', [PEERMEM.driverLoaded]: renderLoadedDriver({ pod: 'gpu-operator/peermem-driver-n1', fingerprint: driverFingerprint({ version: '1', modules: ['peermem'], loadPlan: 'peermem', loadOptional: [], parameters: {} }) }) })
+      .with(peermemPod()),
+    dependents: [PEERMEM_DRIVER],
+    effects: [DELETE_PEERMEM],
+    reason: { code: 'load-order', message: 'waiting for peermem (upgrade-done) to stop first' },
   },
   {
     name: 'dependency, peermem\'s pod terminating and its driver still loaded (its agent unloading) → waits, deletes nothing again',
@@ -333,5 +349,39 @@ describe('a dependent stopped by its dependency\'s maintenance resumes', () => {
     const plan = planAt(aCluster([node]), policy ?? paused);
     expect(statesOf(plan, 'n1')).toEqual([]);
     expect(reasonOf(plan, 'n1')?.code).toBe(code);
+  });
+});
+
+/**
+ * gpu's pod restarted while gpu is in validation-required (a dependency's maintenance stopped it
+ * there, or it restarted by itself): its init container asks for a safe load again. The
+ * validation step lets it load only once the drivers it loads after are loaded, as the driver
+ * restart does, within the validation timeout.
+ */
+describe('a dependent asking for a safe load again in validation-required', () => {
+  const policy = aPolicy({ validation: { podSelector: 'app=validator', timeoutSeconds: 600 } }, { loadsAfter: ['ofed'] });
+  const validating = (ofed: string): NodeBuilder =>
+    aNode('n1').inState('validation-required').cordoned().waitingForSafeLoad().driverNotReady().labelled({ [OFED.upgradeState]: ofed }).annotated({ [KEYS.stoppedFor]: 'ofed', [KEYS.validationStartTime]: secondsAgo(60) });
+
+  it.each(['upgrade-required', 'drain-required', 'pod-restart-required'])('ofed in %s: not let load, naming ofed; nothing released', (ofed) => {
+    const plan = planAt(aCluster([validating(ofed)]), policy);
+    expect(effectsOf(plan, 'n1')).toEqual([]);
+    expect(reasonOf(plan, 'n1')).toMatchObject({ code: 'load-order', message: `waiting for ofed (${ofed}) to load first: gpu loads after it` });
+    expect(plan.nextWakeAt).toBe(NOW + 540_000);
+  });
+
+  it.each(['validation-required', 'upgrade-done'])('ofed loaded (%s): released, its stopped-for mark removed with it', (ofed) => {
+    const plan = planAt(aCluster([validating(ofed)]), policy);
+    expect(effectsOf(plan, 'n1')).toContain('clearSafeLoad');
+    expect(annotationWrites(plan, 'n1')[KEYS.stoppedFor]).toBeNull();
+  });
+
+  it('held past the validation timeout: upgrade-failed naming ofed, then (its stopped-for mark) its own flow again, to the driver restart that waits for ofed', () => {
+    const plan = planAt(aCluster([validating('pod-restart-required').annotated({ [KEYS.validationStartTime]: secondsAgo(601) })]), policy);
+    const states = statesOf(plan, 'n1');
+    expect([states[0], states.at(-1)]).toEqual(['upgrade-failed', 'pod-restart-required']);
+    expect(actionsOf(plan, 'n1').some((a) => a.kind === 'emitEvent' && a.message.includes('validation timed out after 600s: waiting for ofed (pod-restart-required) to load first'))).toBe(true);
+    expect(effectsOf(plan, 'n1')).not.toContain('clearSafeLoad');
+    expect(reasonOf(plan, 'n1')).toMatchObject({ code: 'load-order', message: 'waiting for ofed (pod-restart-required) to load first: gpu loads after it' });
   });
 });
