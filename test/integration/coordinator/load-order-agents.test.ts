@@ -114,9 +114,16 @@ describe('drivers that share a node go in order (loadsAfter), real agents whose 
       throw new Error(`${states.join('; ')}; kernels seen: ${JSON.stringify(Object.fromEntries(seen))}; logs:\n${await agents.logs()}`, { cause: error });
     };
 
-    await world.waitForNodes('both drivers upgrade-done at the new versions, uncordoned', (nodes) =>
-      nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[world.keys.upgradeState] === 'upgrade-done' && n.metadata.labels[gpuKeys.upgradeState] === 'upgrade-done' && n.spec?.unschedulable !== true) ? true : undefined, HANG_MS)
-      .catch(failWithLogs);
+    // Every node upgrade-done for both drivers and uncordoned holds right after the change too,
+    // before the coordinator has seen it: the end is that with both drivers' pods Ready at 2.0.0.
+    const readyPods = async (): Promise<string[]> => (await world.core.listNamespacedPod({ namespace: world.ns.name })).items
+      .filter((p) => isPodReady(p) && p.metadata?.deletionTimestamp == null).map((p) => `${p.metadata?.labels?.app} ${p.spec?.containers[0]?.image}`).sort();
+    const newPods = [...world.nodeNames.map(() => 'driver driver-rollout/agent:2.0.0'), ...world.nodeNames.map(() => 'gpu-driver driver-rollout/agent:2.0.0')];
+    await waitUntil('both drivers upgrade-done, uncordoned, with their pods Ready at 2.0.0', async () => {
+      const nodes = await world.nodes();
+      const done = nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[world.keys.upgradeState] === 'upgrade-done' && n.metadata.labels[gpuKeys.upgradeState] === 'upgrade-done' && n.spec?.unschedulable !== true);
+      return done && JSON.stringify(await readyPods()) === JSON.stringify(newPods) ? true : undefined;
+    }, { timeoutMs: HANG_MS, intervalMs: 500 }).catch(failWithLogs);
     await waitForLoaded(world, agents, PEER, '2.0.0').catch(failWithLogs);
     await stopWatching();
 
@@ -131,11 +138,6 @@ describe('drivers that share a node go in order (loadsAfter), real agents whose 
       expect(order.slice(0, reloaded).filter((s) => s.startsWith(PEER)).at(-1), `${node}: ${JSON.stringify(order)}`).toBe(`${PEER} gone`);
       expect(order.slice(reloaded), node).toEqual([`${CORE} 2.0.0`, `${PEER} 2.0.0`]);
     }
-    const pods = (await world.core.listNamespacedPod({ namespace: world.ns.name })).items;
-    expect(pods.filter(isPodReady).map((p) => `${p.metadata?.labels?.app} ${p.spec?.containers[0]?.image}`).sort()).toEqual([
-      ...world.nodeNames.map(() => 'driver driver-rollout/agent:2.0.0'),
-      ...world.nodeNames.map(() => 'gpu-driver driver-rollout/agent:2.0.0'),
-    ]);
     // No agent met a driver in use, and each node's Events show both drivers' flows to upgrade-done.
     expect(await agents.logs()).not.toMatch(/DriverInUse|is in use/);
     for (const node of world.nodeNames) {
