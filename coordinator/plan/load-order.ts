@@ -20,8 +20,8 @@
  *   let load (its safe load released, in pod-restart-required or validation-required) only once
  *   no dependency upgrading there is still to load (each has passed pod-restart-required);
  * - a dependent so marked needs its upgrade (needs-upgrade.ts) whatever its state, and, nothing of
- *   it loaded, starts it past the gates that only hold new starts (pause, failure budget, slots:
- *   stoppedForDependency): it is already down, and its flow is what lets it load again, on its
+ *   it loaded, starts it past the gates that only hold new starts (stoppedForDependency;
+ *   start-checks.ts, RESUME_CHECKS): it is already down, and its flow is what lets it load again, on its
  *   newest revision, after the dependency. Its start removes the mark.
  *
  * So the dependent must run with the safe-load gate (its init container) and unload on stop;
