@@ -74,9 +74,12 @@ describe('drivers that share a node go in order (loadsAfter), two rollouts on th
       return Promise.resolve();
     });
     await stopPods.opened;
+    // Each node's states as the watch last saw them: the order is judged once the watch has seen the end.
+    const latest = new Map<string, string>();
     const watch = await world.watchNodes((nodes) => {
       for (const n of nodes.values()) {
         const name = n.metadata?.name ?? '';
+        latest.set(name, `${world.stateOf(n)} ${n.metadata?.labels?.[gpuKeys.upgradeState] ?? ''}`);
         if (has(name, 'ofed replaced') && ['validation-required', 'uncordon-required', 'upgrade-done'].includes(world.stateOf(n))) note(name, 'ofed loaded');
         // Seen asked, then seen released (an event from before the request must not count as released).
         if (has(name, 'gpu asked') && n.metadata?.annotations?.[gpuKeys.waitForSafeLoad] !== undefined) note(name, 'gpu at the gate');
@@ -102,6 +105,8 @@ describe('drivers that share a node go in order (loadsAfter), two rollouts on th
         const states = nodes.map((n) => `${n.metadata?.name}: ofed ${world.stateOf(n)} (${n.metadata?.annotations?.[ofedKeys.upgradeReason] ?? ''}), gpu ${n.metadata?.labels?.[gpuKeys.upgradeState]} (${n.metadata?.annotations?.[gpuKeys.upgradeReason] ?? ''})`);
         throw new Error(`order seen: ${JSON.stringify(Object.fromEntries(seen))}; ${states.join('; ')}`, { cause: error });
       });
+    // The release may come in the same patch as upgrade-done (nothing else to wait for), which the poll above can see first.
+    await waitUntil('the watch has seen both drivers upgrade-done on every node', () => Promise.resolve(world.nodeNames.every((n) => latest.get(n) === 'upgrade-done upgrade-done') ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
     watch.stop();
     const images = (await world.core.listNamespacedPod({ namespace: world.ns.name })).items.filter(isPodReady).map((p) => p.spec?.containers[0]?.image).sort();
     expect(images).toEqual([...world.nodeNames.map(() => 'gpu:v2'), ...world.nodeNames.map(() => 'ofed:v2')]);
