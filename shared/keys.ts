@@ -162,6 +162,12 @@ export interface DriverKeys {
    * pool's disruption, fails nothing).
    */
   readonly notReadyCountedFrom: string;
+  /**
+   * Node annotation (ours): the driver (its driverName) whose maintenance stopped this one on the
+   * node, since this one loads after it (coordinator/plan/load-order.ts); this driver's own
+   * upgrade then starts past the gates that hold new starts (RESUME_CHECKS), and its start removes the mark.
+   */
+  readonly stoppedFor: string;
 }
 
 /** Values of the agent's `<driver>-driver.next-kernel` label. */
@@ -212,6 +218,7 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     canaryFailed: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.canary-failed`,
     notReadyFrozen: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.not-ready-frozen`,
     notReadyCountedFrom: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.not-ready-counted-from`,
+    stoppedFor: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.stopped-for`,
   };
 }
 

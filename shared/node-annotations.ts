@@ -142,6 +142,7 @@ export const NODE_ANNOTATIONS = {
   canaryFailed: TEXT,
   notReadyFrozen: UNIX_SECONDS,
   notReadyCountedFrom: UNIX_SECONDS,
+  stoppedFor: TEXT,
 } as const satisfies Partial<Record<keyof DriverKeys, AnnotationSchema<unknown>>>;
 
 export type NodeAnnotation = keyof typeof NODE_ANNOTATIONS;

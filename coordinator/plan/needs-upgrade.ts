@@ -1,6 +1,7 @@
 /**
  * Why a node needs the upgrade flow: its driver pod is out of date, the init container asks for a
- * safe load, or an admin/requestor set the upgrade-requested annotation.
+ * safe load, an admin/requestor set the upgrade-requested annotation, or a dependency's
+ * maintenance stopped the driver (the stopped-for mark, load-order.ts).
  */
 import type { DriverKeys } from '../../shared/keys.ts';
 import { NODE_ANNOTATIONS, parseNodeAnnotation } from '../../shared/node-annotations.ts';
@@ -20,7 +21,7 @@ export function isUpgradeRequested(annotations: Readonly<Record<string, string>>
 
 export function needsUpgrade(node: NodeContext, keys: DriverKeys): boolean {
   const a = node.view.annotations;
-  return node.driver.outOfDate.length > 0 || isWaitingForSafeLoad(a, keys) || isUpgradeRequested(a, keys);
+  return node.driver.outOfDate.length > 0 || isWaitingForSafeLoad(a, keys) || isUpgradeRequested(a, keys) || a[keys.stoppedFor] !== undefined;
 }
 
 /** An upgrade cycle began and has not reached upgrade-done (it may be in upgrade-failed or relabelled for a retry). */

@@ -36,6 +36,7 @@ import { usesDevice } from './device-pods.ts';
 import { driverPodStatus } from './driver-pod-status.ts';
 import { isInUpgradeCycle, isUpgradeRequested, timerKeysOf, cycleAnnotationKeys } from './needs-upgrade.ts';
 import { applyNodeObjectAction, createNodeView, readUnixSeconds, toUnixSeconds } from './node-view.ts';
+import { stoppedForDependency } from './load-order.ts';
 import { holdWhileNotReady } from './node-not-ready.ts';
 import { windowStateAt, type WindowState } from './maintenance-windows.ts';
 import { cordonLost } from './cordon-lost.ts';
@@ -51,7 +52,7 @@ import { buildRolloutStatus, startTally, tallyRecord } from './rollout-status.ts
 import { stateLabelMessage } from './state-label-message.ts';
 import type { ClusterSnapshot, PdbSnapshot } from './snapshot.ts';
 import { alertGateHold } from './alert-gate.ts';
-import { firstHold, START_CHECKS, type StartContext } from './start-checks.ts';
+import { firstHold, RESUME_CHECKS, START_CHECKS, type StartContext } from './start-checks.ts';
 import { decideCanary } from './canary-gate.ts';
 import { handleCordonRequired } from './states/handle-cordon-required.ts';
 import { handleDrain } from './states/handle-drain.ts';
@@ -284,7 +285,7 @@ function inStartOrder(candidates: readonly NodeRecord[], policy: DriverRolloutPo
 function startCandidates(ordered: readonly NodeRecord[], ctx: StartContext, releases: ReadonlyMap<string, SlotRelease[]>): void {
   for (const record of ordered) {
     const node = record.node;
-    const hold = firstHold(START_CHECKS, node, ctx);
+    const hold = firstHold(stoppedForDependency(node, ctx) === null ? START_CHECKS : RESUME_CHECKS, node, ctx);
     const budget = node.pool.kind === 'pool' ? ctx.budgets.get(node.pool.pool.name) : undefined;
     const outOfService = isOutOfService(membershipOf(node));
     if (hold !== null) {
@@ -332,6 +333,7 @@ function startResult(node: NodeContext, ctx: StepContext): StepResult {
   }
   actions.push(...startPacingActions(node, ctx));
   if (isUpgradeRequested(a, keys)) actions.push({ kind: 'removeAnnotation', node: name, key: keys.upgradeRequested });
+  if (a[keys.stoppedFor] !== undefined) actions.push({ kind: 'removeAnnotation', node: name, key: keys.stoppedFor });
   const unchanged = canRestartOnly(node, ctx);
   if (unchanged !== null) {
     actions.push({ kind: 'setAnnotation', node: name, key: keys.restartOnly, value: 'true' });

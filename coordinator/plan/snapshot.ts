@@ -14,6 +14,7 @@
  *   until the informers have seen them, or overlay them with `applyPlan`); otherwise a pass
  *   could count a node it started a moment ago as not started and exceed a limit.
  */
+import type { DevicePodPolicy } from '../policy/driver-rollout-spec.ts';
 import type { Selector } from '../policy/label-selector.ts';
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -181,10 +182,10 @@ export interface ClusterSnapshot {
   readonly pdbs: readonly PdbSnapshot[];
   /**
    * Drivers, in this rollout's keyDomain, whose DriverRollouts load after this one (their
-   * `loadsAfter` names this driver): on a node both upgrade, they are stopped before this one
-   * reloads (load-order.ts). Absent: none.
+   * `loadsAfter` names this driver), by driver name: loaded on a node, they are stopped before
+   * this one reloads there (load-order.ts). Absent: none.
    */
-  readonly dependents?: readonly string[];
+  readonly dependents?: readonly DependentDriverSnapshot[];
   /**
    * The alert gate's last reading (spec.alertGate), taken by the leader's poller; absent or null
    * when the rollout has no gate or the poller has not answered yet (then a gate holds: it fails
@@ -198,6 +199,15 @@ export interface ClusterSnapshot {
    * check would hold now (Plan.revokedStarts, pending-starts.ts). Absent: none.
    */
   readonly pendingStarts?: readonly string[];
+}
+
+/** A driver whose DriverRollout loads after this rollout's driver, as the dependency's restart needs it. */
+export interface DependentDriverSnapshot {
+  readonly driver: string;
+  /** Its rollout's driver DaemonSets, `<namespace>/<name>`: their pods on a node are what the dependency's restart stops. */
+  readonly daemonSets: readonly string[];
+  /** Its rollout's device pods: while one runs on the node, its driver is not stopped there. */
+  readonly devicePods: DevicePodPolicy;
 }
 
 /** One alert Prometheus reports as firing (`state: firing`; pending ones are not read). */

@@ -5,8 +5,9 @@
  *
  * The order (coordinator/README.md, "Why a node does not start"): stopped (before any check: the
  * node does not run at all) > paused > the node's own exclusions (skip label, two pools, no driver
- * pod, its kernel would refuse the new driver's modules) > halted > canary > outside maintenance window > alert > pacing > NotReady (a disrupted
- * pool, then the node itself) > no slot.
+ * pod, its kernel would refuse the new driver's modules) > halted > canary > outside maintenance
+ * window > alert > pacing > NotReady (a disrupted pool, then the node itself) > no slot. A node
+ * whose driver a dependency's maintenance stopped meets only RESUME_CHECKS, in the same order.
  *
  * A check that holds for time says when the hold ends (`wakeAt`, epoch ms): the planner folds it
  * into the plan's next wake time, so a quiet cluster is planned again when a window opens or a
@@ -130,6 +131,19 @@ const noSlotHolds = new WeakMap<PoolBudget, StartHold>();
 
 /** In the documented order of holds (coordinator/README.md): the first wins. */
 export const START_CHECKS: readonly StartCheck[] = [isPaused, isSkipped, isInTwoPools, hasNoDriverPod, isRefusedBySignatures, isHalted, isHeldByCanary, isOutsideWindow, isAlertGated, isPaced, isPoolDisrupted, isNotReady, hasNoSlot];
+
+/**
+ * For a node whose driver a dependency's maintenance stopped (load-order.ts,
+ * stoppedForDependency): its driver is down already, and only its own flow lets its new pod load
+ * again, so a gate that holds new starts would only keep the node out of service longer. What
+ * leaves the node alone holds it (skip label, two pools, no driver pod yet, a kernel that would
+ * refuse the new modules: the agent would refuse them too), and so does the node
+ * being NotReady: its kubelet cannot show the new pod, and a start would only run the NotReady
+ * clock of the driver restart; the hold ends by itself once it is Ready. Pause, failure budget,
+ * canary, maintenance window, alert gate, pacing, a disrupted pool (the node is Ready: its start
+ * takes no more of the pool, the dependency's maintenance took it) and slots do not hold it.
+ */
+export const RESUME_CHECKS: readonly StartCheck[] = [isSkipped, isInTwoPools, hasNoDriverPod, isRefusedBySignatures, isNotReady];
 
 export function firstHold(checks: readonly StartCheck[], node: NodeContext, ctx: StartContext): StartHold | null {
   for (const check of checks) {

@@ -10,7 +10,7 @@ import type { NodeAction, ReasonCode } from './action.ts';
 import type { PoolAssignment } from './assign-pool.ts';
 import type { DriverPodStatus } from './driver-pod-status.ts';
 import { toUnixSeconds, type NodeView } from './node-view.ts';
-import type { PdbSnapshot } from './snapshot.ts';
+import type { DependentDriverSnapshot, PdbSnapshot } from './snapshot.ts';
 import type { PoolDisruption } from './pool-disruption.ts';
 
 export interface StepContext {
@@ -23,7 +23,7 @@ export interface StepContext {
   readonly fingerprints: ReadonlyMap<string, string | null>;
   readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
   /** ClusterSnapshot.dependents: drivers that load after this one. */
-  readonly dependents: readonly string[];
+  readonly dependents: readonly DependentDriverSnapshot[];
   /** Pools with too many nodes NotReady at once (pool-disruption.ts), by name; healthy pools are absent. */
   readonly disruptions: ReadonlyMap<string, PoolDisruption>;
 }

@@ -9,7 +9,7 @@ import type { CoordinatorMetrics } from '../metrics/coordinator-metrics.ts';
 import type { NodePlan, Plan, RollbackRequest } from '../plan/action.ts';
 import { CANARY_APPROVED_BY_ANNOTATION, CANARY_APPROVED_REVISION_ANNOTATION, CONTROLLER_REVISION_HASH_LABEL } from '../../shared/keys.ts';
 import { applyActions } from '../plan/apply-actions.ts';
-import type { ClusterSnapshot, RolloutRef } from '../plan/snapshot.ts';
+import type { ClusterSnapshot, DependentDriverSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { matchesSelector } from '../policy/label-selector.ts';
 import { DRIVER_ROLLOUT_API_VERSION, type DriverRolloutPolicy, type ParseResult } from '../policy/driver-rollout-spec.ts';
 import type { DriverRolloutObject } from '../status/driver-rollout-object.ts';
@@ -63,21 +63,18 @@ export async function reconcilePass(deps: PassDeps, memory: ReconcilerMemory, si
   const rollouts = [...deps.caches.rollouts.list()];
   // Two rollouts for one driver (any namespaces) or one DaemonSet would fight over the same
   // nodes: only the older acts; the other is reported as an invalid spec.
-  const conflicts = findRolloutConflicts(rollouts.flatMap((r) => {
+  const valid = rollouts.flatMap((r) => {
     const result = memory.specs.parse(r);
-    return result.ok ? [claimOf(r, result.policy, deps.caches)] : [];
-  }));
-  // Which drivers load after which (loadsAfter), across every rollout: each planner holds its
-  // driver's restart for the drivers that load after it (plan/load-order.ts).
-  const dependents = dependentDrivers(rollouts.flatMap((r) => {
-    const result = memory.specs.parse(r);
-    return result.ok ? [result.policy] : [];
-  }));
+    return result.ok ? [{ rollout: r, policy: result.policy, claim: claimOf(r, result.policy, deps.caches) }] : [];
+  });
+  const conflicts = findRolloutConflicts(valid.map((v) => v.claim));
+  // Which drivers load after which (loadsAfter), across every rollout, with their DaemonSets:
+  // each planner stops the drivers that load after its own before it reloads (plan/load-order.ts).
+  const dependents = dependentDrivers(valid.map((v) => ({ policy: v.policy, daemonSets: v.claim.daemonSets })));
   // The leader polls the alert gates of the rollouts that act (a conflicting one acts on nothing).
-  memory.alertGates?.sync(rollouts.flatMap((r) => {
-    const result = memory.specs.parse(r);
+  memory.alertGates?.sync(valid.flatMap(({ rollout: r, policy }) => {
     const key = `${r.metadata?.namespace ?? ''}/${r.metadata?.name ?? ''}`;
-    return result.ok && result.policy.alertGate !== null && !conflicts.has(key) ? [{ key, namespace: r.metadata?.namespace ?? '', gate: result.policy.alertGate }] : [];
+    return policy.alertGate !== null && !conflicts.has(key) ? [{ key, namespace: r.metadata?.namespace ?? '', gate: policy.alertGate }] : [];
   }), signal);
   for (const rollout of rollouts) {
     if (signal.aborted) return;
@@ -129,7 +126,7 @@ async function recordEvent(deps: PassDeps, rollout: DriverRolloutObject, ref: Ro
   }
 }
 
-function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, dependents: readonly string[], signal: AbortSignal): number | null {
+function reconcileValid(deps: PassDeps, memory: ReconcilerMemory, rollout: DriverRolloutObject, ref: RolloutRef, policy: DriverRolloutPolicy, dependents: readonly DependentDriverSnapshot[], signal: AbortSignal): number | null {
   const nowMs = deps.now();
   // With the raising writes still under way overlaid (NodePlansInFlight.raisingActions): a node
   // whose start is not answered yet counts as started, so its slot is never handed out twice.

@@ -2,7 +2,7 @@ import type { NodeAction } from '../action.ts';
 import { listPods, usesDevice } from '../device-pods.ts';
 import { recreatedClientWarnings, restoreDeviceClients, stopDeviceClients } from '../device-clients.ts';
 import { driverFailure, REBOOT_REQUIRED_REASON, type DriverFailure } from '../driver-failure.ts';
-import { waitingForDependenciesToLoad, waitingForDependentsToStop } from '../load-order.ts';
+import { stopDependents, waitingForDependenciesToLoad } from '../load-order.ts';
 import type { DriverPodStatus } from '../driver-pod-status.ts';
 import { cycleClosingRemovals, isWaitingForSafeLoad } from '../needs-upgrade.ts';
 import { isRestartOnlyCycle, RESTART_ONLY_TEXT, unchangedDriver } from '../restart-only.ts';
@@ -25,9 +25,9 @@ export const MAX_DRIVER_RESTARTS = 10;
  * - more than MAX_DRIVER_RESTARTS restarts (upstream's rule);
  * - at once when the agent reports RebootRequired (a never-unload module): the node needs a reboot.
  * Both start times live in annotations, so a restarted coordinator keeps counting.
- * Drivers that load after one another go in order on a node both upgrade (load-order.ts): this
- * driver is replaced only once those that load after it have stopped, and loads only once those
- * it loads after have.
+ * Drivers that load after one another go in order on a node (load-order.ts): this driver is
+ * replaced only once those that load after it have stopped (stopped by this step when their own
+ * restart does not), and loads only once those it loads after have.
  * Restart only (restart-only.ts; the node was not cordoned): no device-user hold and no operand
  * pausing, every reason says so, Ready → upgrade-done; and should the template change meanwhile
  * to another driver than the loaded one, → cordon-required (the full path) before any deletion.
@@ -142,18 +142,19 @@ function holdForDeviceUsers(node: NodeContext, ctx: StepContext, timer: Timer): 
 }
 
 /**
- * Before this driver is replaced: drivers that load after it, upgrading on the node, stopped
- * first; before its new driver loads (a safe load released): drivers it loads after, loaded
- * first. null when neither holds it.
+ * Before this driver is replaced: drivers that load after it, loaded on the node, stopped first
+ * (by this step when their own restart does not: stopDependents); before its new driver loads
+ * (a safe load released): drivers it loads after, loaded first. null when neither holds it.
  */
 function holdForLoadOrder(node: NodeContext, ctx: StepContext, timer: Timer): StepResult | null {
   const replacing = node.driver.outOfDate.length > 0 || isWaitingForSafeLoad(node.view.annotations, ctx.policy.keys);
   if (!replacing) return null;
   const releasing = node.driver.outOfDate.length === 0 && node.driver.pods.length > 0;
-  const reason: Reason | null = waitingForDependentsToStop(node, ctx) ?? (releasing ? waitingForDependenciesToLoad(node, ctx) : null);
+  const stop = stopDependents(node, ctx);
+  const reason: Reason | null = stop?.reason ?? (releasing ? waitingForDependenciesToLoad(node, ctx) : null);
   if (reason === null) return null;
   if (timer.expired) return fail(node, ctx, `${expired(ctx)}: ${reason.message}`);
-  return wait({ ...reason, detail: `${reason.detail} ${timer.progress}` }, timer.actions, timer.deadline);
+  return wait({ ...reason, detail: `${reason.detail} ${timer.progress}` }, [...timer.actions, ...(stop?.actions ?? [])], timer.deadline);
 }
 
 /**

@@ -7,7 +7,8 @@ import { checkValidators } from './handle-validation.ts';
  * current and Ready and, when validation is configured, its validator pods Ready too (→ uncordon-required,
  * which honours the initial-state annotation); so a validation timeout does not undo itself in
  * the same pass. It is retried (→ upgrade-required) when an admin relabels it upgrade-required
- * or sets the upgrade-requested annotation, or by itself when the driver DaemonSet has a newer
+ * or sets the upgrade-requested annotation, when a dependency's maintenance stopped its driver
+ * (the stopped-for mark, load-order.ts), or by itself when the driver DaemonSet has a newer
  * revision than the one it failed at (a fixed driver was pushed) and its pod is out of date. A
  * retried node keeps the failed-revision annotation until upgrade-done, so it still counts
  * against maxFailedNodes meanwhile (plan-upgrades.ts).
@@ -15,7 +16,8 @@ import { checkValidators } from './handle-validation.ts';
 export const handleUpgradeFailed: StateHandler = (node, ctx) => {
   const keys = ctx.policy.keys;
   const annotations = node.view.annotations;
-  if (isUpgradeRequested(annotations, keys)) return advance('upgrade-required', true);
+  // A dependency's maintenance stopped the driver (load-order.ts): its own flow brings it back.
+  if (isUpgradeRequested(annotations, keys) || annotations[keys.stoppedFor] !== undefined) return advance('upgrade-required', true);
   // Not while the node is NotReady: its pods' Ready conditions are what its kubelet last said (node-not-ready.ts).
   if (node.view.snapshot.ready && node.driver.ready && !isWaitingForSafeLoad(annotations, keys) && checkValidators(node, ctx).passed) {
     return advance('uncordon-required', true);

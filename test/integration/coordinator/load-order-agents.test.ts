@@ -21,10 +21,13 @@ const PEER = 'drsample_net';
 /**
  * The scenario of issue 32's last point with the real agents and the gpu driver's real init
  * container: two driver DaemonSets (ofed, and gpu whose module uses ofed's symbols) on the same
- * KWOK nodes, each node's agents sharing its simulated kernel, both changed at once. Returns what
- * each node's kernel showed, in order (its /sys/module versions, polled), and the world.
+ * KWOK nodes, each node's agents sharing its simulated kernel, both changed at once in `order`
+ * (one replaced right after the other, or both requests sent together). Returns what each node's
+ * kernel showed, in order (its /sys/module versions, polled), and the world.
  */
-async function bothChangedAtOnce(world: RolloutWorld, gpu: string, options: { loadsAfter: boolean }): Promise<{ agents: AgentDriver; seen: Map<string, string[]>; stopWatching: () => Promise<void> }> {
+type Order = 'ofed\'s change first' | 'gpu\'s change first' | 'both at once';
+
+async function bothChangedAtOnce(world: RolloutWorld, gpu: string, options: { loadsAfter: boolean; order: Order | 'gpu paused, its change seen first' }): Promise<{ agents: AgentDriver; seen: Map<string, string[]>; stopWatching: () => Promise<void> }> {
   await world.setUp([{}, {}]);
   const agents = await AgentDriver.start(world);
   await agents.runPods('app=gpu-driver', { name: gpu, loadsAfterWorldDriver: true });
@@ -74,62 +77,74 @@ async function bothChangedAtOnce(world: RolloutWorld, gpu: string, options: { lo
   world.onTearDown(stopWatching);
   await waitUntil('the kernels watched', () => Promise.resolve(world.nodeNames.every((n) => (seen.get(n) ?? []).length === 2) ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
 
-  // gpu paused, so that ofed reaches its driver restart while gpu's old driver is still loaded.
-  await patchRollout(world, 'gpu', { autoUpgrade: false });
-  // Both rollouts changed before either driver restarts, gpu's change seen first: a dependent the
-  // coordinator does not yet see upgrading (its new revision not seen) holds nothing, and ofed,
-  // changed a moment earlier, would reload under gpu's loaded driver (DriverInUse).
-  await world.apps.replaceNamespacedDaemonSet({ name: 'gpu', namespace: world.ns.name, body: await gpuSet('2.0.0') });
-  await world.waitForNodes('gpu upgrade-required', (nodes) => (nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[gpuKeys.upgradeState] === 'upgrade-required') ? true : undefined), HANG_MS);
-  await world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body: await ofedSet('2.0.0') });
+  const [ofedBody, gpuBody] = [await ofedSet('2.0.0'), await gpuSet('2.0.0')];
+  const changeOfed = async (): Promise<unknown> => world.apps.replaceNamespacedDaemonSet({ name: 'driver', namespace: world.ns.name, body: ofedBody });
+  const changeGpu = async (): Promise<unknown> => world.apps.replaceNamespacedDaemonSet({ name: 'gpu', namespace: world.ns.name, body: gpuBody });
+  switch (options.order) {
+    case 'ofed\'s change first':
+      await changeOfed();
+      await changeGpu();
+      break;
+    case 'gpu\'s change first':
+      await changeGpu();
+      await changeOfed();
+      break;
+    case 'both at once':
+      await Promise.all([changeOfed(), changeGpu()]);
+      break;
+    case 'gpu paused, its change seen first':
+      // So that ofed surely reaches its driver restart while gpu's old driver is still loaded.
+      await patchRollout(world, 'gpu', { autoUpgrade: false });
+      await changeGpu();
+      await world.waitForNodes('gpu upgrade-required', (nodes) => (nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[gpuKeys.upgradeState] === 'upgrade-required') ? true : undefined), HANG_MS);
+      await changeOfed();
+  }
   return { agents, seen, stopWatching };
 }
 
 describe('drivers that share a node go in order (loadsAfter), real agents whose simulated kernels model the dependency', () => {
-  it('two rollouts changed at once: gpu (peermem, holding ib_core) is stopped before ofed reloads, ofed loads before gpu, on every node', async () => {
+  it.each(['ofed\'s change first', 'gpu\'s change first', 'both at once'] as const)('two rollouts changed at once, %s: gpu (peermem, holding ib_core) is stopped before ofed reloads, ofed loads before gpu, both on their new revision, on every node', async (order) => {
     const world = worlds.create('order-agents');
     const gpu = `g${randomBytes(4).toString('hex')}`;
     const gpuKeys = driverKeys(gpu, world.keys.domain);
-    const { agents, seen, stopWatching } = await bothChangedAtOnce(world, gpu, { loadsAfter: true });
+    const { agents, seen, stopWatching } = await bothChangedAtOnce(world, gpu, { loadsAfter: true, order });
     const failWithLogs = async (error: unknown): Promise<never> => {
-      throw new Error(`kernels seen: ${JSON.stringify(Object.fromEntries(seen))}; logs:\n${await agents.logs()}`, { cause: error });
+      const nodes = (await world.core.listNode()).items.filter((n) => world.nodeNames.includes(n.metadata?.name ?? ''));
+      const states = nodes.map((n) => `${n.metadata?.name}: ofed ${world.stateOf(n)} (${n.metadata?.annotations?.[world.keys.upgradeReason] ?? ''}), gpu ${n.metadata?.labels?.[gpuKeys.upgradeState]} (${n.metadata?.annotations?.[gpuKeys.upgradeReason] ?? ''})`);
+      throw new Error(`${states.join('; ')}; kernels seen: ${JSON.stringify(Object.fromEntries(seen))}; logs:\n${await agents.logs()}`, { cause: error });
     };
 
-    // ofed reaches its restart and waits for gpu (upgrading, its driver still loaded) to stop first.
-    const held = await world.waitForNodes('ofed held for gpu', (nodes) => {
-      const reasons = nodes.map((n) => n.metadata?.annotations?.[world.keys.upgradeReason] ?? '');
-      return nodes.length === world.nodeNames.length && reasons.every((r) => r.includes(`waiting for ${gpu} (upgrade-required) to stop first: it loads after ${world.driver}`)) ? nodes : undefined;
-    }, HANG_MS).catch(failWithLogs);
-    expect(held.map((n) => world.stateOf(n))).toEqual(world.nodeNames.map(() => 'pod-restart-required'));
-    for (const node of world.nodeNames) {
-      expect(await agents.loadedVersion(node, CORE), node).toBe('1.0.0');
-      expect(await agents.loadedVersion(node, PEER), node).toBe('1.0.0');
-    }
-    await patchRollout(world, 'gpu', { autoUpgrade: true });
-    await world.waitForNodes('both drivers upgrade-done at the new versions, uncordoned', (nodes) =>
-      nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[world.keys.upgradeState] === 'upgrade-done' && n.metadata.labels[gpuKeys.upgradeState] === 'upgrade-done' && n.spec?.unschedulable !== true) ? true : undefined, HANG_MS)
-      .catch(failWithLogs);
+    // Every node upgrade-done for both drivers and uncordoned holds right after the change too,
+    // before the coordinator has seen it: the end is that with both drivers' pods Ready at 2.0.0.
+    const readyPods = async (): Promise<string[]> => (await world.core.listNamespacedPod({ namespace: world.ns.name })).items
+      .filter((p) => isPodReady(p) && p.metadata?.deletionTimestamp == null).map((p) => `${p.metadata?.labels?.app} ${p.spec?.containers[0]?.image}`).sort();
+    const newPods = [...world.nodeNames.map(() => 'driver driver-rollout/agent:2.0.0'), ...world.nodeNames.map(() => 'gpu-driver driver-rollout/agent:2.0.0')];
+    await waitUntil('both drivers upgrade-done, uncordoned, with their pods Ready at 2.0.0', async () => {
+      const nodes = await world.nodes();
+      const done = nodes.length === world.nodeNames.length && nodes.every((n) => n.metadata?.labels?.[world.keys.upgradeState] === 'upgrade-done' && n.metadata.labels[gpuKeys.upgradeState] === 'upgrade-done' && n.spec?.unschedulable !== true);
+      return done && JSON.stringify(await readyPods()) === JSON.stringify(newPods) ? true : undefined;
+    }, { timeoutMs: HANG_MS, intervalMs: 500 }).catch(failWithLogs);
     await waitForLoaded(world, agents, PEER, '2.0.0').catch(failWithLogs);
     await stopWatching();
 
     for (const node of world.nodeNames) {
       expect(await agents.loadedVersion(node, CORE), node).toBe('2.0.0');
-      // The kernel's own order: peermem unloaded, then ib_core unloaded and the new one loaded, then the new peermem.
-      // (ib_core's unload and reload may fall between two polls.)
-      expect((seen.get(node) ?? []).filter((s) => s !== `${CORE} gone`), node).toEqual([`${PEER} 1.0.0`, `${CORE} 1.0.0`, `${PEER} gone`, `${CORE} 2.0.0`, `${PEER} 2.0.0`]);
+      // The kernel's own order (ib_core's unload and reload may fall between two polls): peermem
+      // gone when ib_core's new version came, and nothing after it but the new peermem. Before it,
+      // gpu's new driver may have loaded and been stopped again (its change seen before ofed's).
+      const order = (seen.get(node) ?? []).filter((s) => s !== `${CORE} gone`);
+      const reloaded = order.indexOf(`${CORE} 2.0.0`);
+      expect(reloaded, `${node}: ${JSON.stringify(order)}`).toBeGreaterThan(0);
+      expect(order.slice(0, reloaded).filter((s) => s.startsWith(PEER)).at(-1), `${node}: ${JSON.stringify(order)}`).toBe(`${PEER} gone`);
+      expect(order.slice(reloaded), node).toEqual([`${CORE} 2.0.0`, `${PEER} 2.0.0`]);
     }
-    const pods = (await world.core.listNamespacedPod({ namespace: world.ns.name })).items;
-    expect(pods.filter(isPodReady).map((p) => `${p.metadata?.labels?.app} ${p.spec?.containers[0]?.image}`).sort()).toEqual([
-      ...world.nodeNames.map(() => 'driver driver-rollout/agent:2.0.0'),
-      ...world.nodeNames.map(() => 'gpu-driver driver-rollout/agent:2.0.0'),
-    ]);
     // No agent met a driver in use, and each node's Events show both drivers' flows to upgrade-done.
     expect(await agents.logs()).not.toMatch(/DriverInUse|is in use/);
     for (const node of world.nodeNames) {
       for (const reason of [upgradeEventReason(world.driver), upgradeEventReason(gpu)]) {
         await waitUntil(`${node}'s ${reason} Events: the driver restarted, and upgrade-done`, async () => {
           const found = (await world.events(reason)).filter((e) => e.object === node).map((e) => e.message);
-          return found.some((m) => m.startsWith('Successfully updated node state label to [pod-restart-required]')) && found.some((m) => m.startsWith('Successfully updated node state label to [upgrade-done]')) ? found : undefined;
+          return found.some((m) => m.includes('pod-restart-required')) && found.some((m) => m.startsWith('Successfully updated node state label to [upgrade-done]')) ? found : undefined;
         }, { timeoutMs: 30_000, intervalMs: 200 });
       }
     }
@@ -138,7 +153,7 @@ describe('drivers that share a node go in order (loadsAfter), real agents whose 
   it('without loadsAfter, the same change reloads ofed under gpu\'s loaded driver: the kernel refuses (DriverInUse, held by drsample_net)', async () => {
     const world = worlds.create('order-agents-none');
     const gpu = `g${randomBytes(4).toString('hex')}`;
-    const { agents } = await bothChangedAtOnce(world, gpu, { loadsAfter: false });
+    const { agents } = await bothChangedAtOnce(world, gpu, { loadsAfter: false, order: 'gpu paused, its change seen first' });
     await waitUntil('every node\'s new ofed agent refused', async () => {
       const logs = await agents.logs();
       return world.nodeNames.every((n) => logs.split('\n').some((l) => l.includes(`"node":"${n}"`) && l.includes('driver is in use: drsample_core (refcnt 1, holders [drsample_net]'))) ? true : undefined;

@@ -55,6 +55,7 @@ const CASES: readonly { annotation: NodeAnnotation; good: string; reads: unknown
   { annotation: 'canaryFailed', good: 'node NotReady during the soak', reads: 'node NotReady during the soak', bad: null },
   { annotation: 'notReadyFrozen', good: '1700000007', reads: 1_700_000_007_000, bad: 'now', says: /is not unix seconds: "now"/ },
   { annotation: 'notReadyCountedFrom', good: '1700000008', reads: 1_700_000_008_000, bad: '-1', says: /is not unix seconds: "-1"/ },
+  { annotation: 'stoppedFor', good: 'ofed', reads: 'ofed', bad: null },
 ];
 
 /** The DriverKeys that are no node annotation: labels, the pod condition, and the key set's own parts. */
