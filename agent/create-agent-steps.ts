@@ -21,6 +21,7 @@ import { readModuleConfig } from './kernel/read-module-config.ts';
 import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
 import { createUnloadGuard } from './teardown/unload-guard.ts';
+import type { DriverRoot } from './root/driver-root.ts';
 import type { NodeDetection } from './detect/detect-node.ts';
 
 /**
@@ -50,8 +51,11 @@ export function buildDriverFor(
   });
 }
 
-/** The flow's steps over detection, buildDriver and reloadDriver. */
-export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger): AgentSteps {
+/**
+ * The flow's steps over detection, buildDriver and reloadDriver; with a driver root, a verified
+ * driver publishes it, an unload withdraws its ready marker first and releases it after.
+ */
+export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger, root?: DriverRoot): AgentSteps {
   const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const hostTree = (built: BuiltDriver): ModuleTree => ({ root: config.hostModuleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const firmware: FirmwareOptions = { sourceDir: config.firmwareDir, hostDir: config.firmwareHostDir, hostRoots: config.hostFirmwareRoots };
@@ -112,7 +116,15 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
         loadModules: toLoad(built),
         competingModules: config.blacklist,
         ...(deviceUsers === undefined ? {} : { deviceUsers }),
-        unloadGuard: { stopsHolders: config.holders.length > 0, takeDown: () => guard.takeDown(lastDetection?.devices ?? []), restore: () => guard.restore() },
+        unloadGuard: {
+          stopsHolders: config.holders.length > 0,
+          takeDown: async () => {
+            // The driver is about to go: its root's consumers stop trusting it first.
+            await root?.withdrawReady();
+            await guard.takeDown(lastDetection?.devices ?? []);
+          },
+          restore: () => guard.restore(),
+        },
         logger: log,
       });
       const summary =
@@ -134,6 +146,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       if (config.hostBlacklistDir !== undefined) await writeHostBlacklist(config.hostBlacklistDir, config.driver, config.blacklist);
       // A teardown an earlier agent recorded and did not finish (it died after the unload): finish it.
       if (await guard.restore()) log.info('finished the restore a previous agent recorded');
+      // The root follows the loaded driver: published (or switched to this one) once it is verified.
+      await root?.publish(built.modules[0]?.name ?? config.driver);
       return { version: built.version, modules: [...loaded.keys()], loadedDriver };
     },
 
@@ -143,6 +157,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       const pinned = new Set(config.neverUnload.map(sysfsModuleName));
       const modules = lastBuilt.modules.map((m) => m.name).filter((m) => !pinned.has(sysfsModuleName(m)));
       await unloadDriver(kernel, config.driver, modules, log, deviceUsers);
+      // Pinned modules stay loaded, and so does the root that goes with them.
+      if (pinned.size === 0) await root?.release();
       if (firmwarePathBefore !== undefined) await restoreFirmwarePath(firmwarePathBefore);
     },
   };

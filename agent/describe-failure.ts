@@ -20,6 +20,7 @@ import {
   NeverUnloadError,
 } from './kernel/kernel-errors.ts';
 import { ModuleConfigError } from './kernel/read-module-config.ts';
+import { DriverRootError } from './root/driver-root.ts';
 import { DeviceTeardownError, HolderCommandError, VirtualFunctionsInUseError } from './teardown/teardown-errors.ts';
 
 /** The step of the flow that failed. */
@@ -58,6 +59,7 @@ export const REASONS: readonly (readonly [new (...args: never[]) => Error, strin
   [DeviceTeardownError, 'DeviceTeardownFailed'],
   [HolderCommandError, 'HolderCommandFailed'],
   [ModuleConfigError, 'ModuleConfigInvalid'],
+  [DriverRootError, 'DriverRootFailed'],
 ];
 
 /** The reason of a failed step whose error is none of REASONS'. */

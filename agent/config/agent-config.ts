@@ -1,4 +1,5 @@
 import type { BuildConfig } from './build.ts';
+import type { DriverRootConfig } from './driver-root.ts';
 import type { IdentityConfig } from './identity.ts';
 import type { KernelConfig } from './kernel.ts';
 import type { ReportingConfig } from './reporting.ts';
@@ -7,7 +8,8 @@ import type { TeardownConfig } from './teardown.ts';
 /**
  * Everything the agent is told at start-up; parsed once by main.ts (parseAgentConfig). One
  * concern per file: identity.ts (who and where), build.ts (what to compile, how), kernel.ts
- * (devices, modules, loading), teardown.ts (what is taken down around an unload), reporting.ts
+ * (devices, modules, loading), teardown.ts (what is taken down around an unload), driver-root.ts (the
+ * user-space root published while the driver is loaded), reporting.ts
  * (ready file, HTTP, logs).
  */
-export type AgentConfig = IdentityConfig & BuildConfig & KernelConfig & TeardownConfig & ReportingConfig;
+export type AgentConfig = IdentityConfig & BuildConfig & KernelConfig & TeardownConfig & DriverRootConfig & ReportingConfig;
