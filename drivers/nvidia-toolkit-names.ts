@@ -40,9 +40,9 @@ export const TOOLKIT_NAMES_NOT_PACKAGED: Readonly<Record<string, string>> = {
 
 /**
  * The update-alternatives links Debian's `nvidia-alternative` postinst makes for these files (its
- * `add_slave`/`add_multiarch_slave` list, x86_64 only), as `link → /etc/alternatives/<name> →
- * target`; a link is made only when its target exists, as the postinst does. `{version}` is the
- * driver's upstream release.
+ * `add_slave`/`add_multiarch_slave` list, x86_64 only): `link → /etc/alternatives/<name> →
+ * target` on an installed system; a link is made only when its target exists, as the postinst
+ * does. `{version}` is the driver's upstream release.
  */
 export const NVIDIA_ALTERNATIVES: readonly { readonly link: string; readonly name: string; readonly target: string }[] = [
   { link: '/usr/lib/nvidia/nvidia', name: 'nvidia', target: '/usr/lib/nvidia/current' },

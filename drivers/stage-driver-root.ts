@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { cp, lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { execa } from 'execa';
 import { pathExists } from '../shared/fs/if-exists.ts';
 import { DRIVER_ROOT_MANIFEST, type DriverRootManifest } from '../shared/driver-root-manifest.ts';
@@ -17,8 +17,8 @@ import { NVIDIA_ALTERNATIVES } from './nvidia-toolkit-names.ts';
  *
  *   usr/lib/x86_64-linux-gnu/nvidia/current/lib*.so.<release>   the NVIDIA libraries
  *   usr/lib/nvidia/current/nvidia-smi                            nvidia-smi
- *   usr/lib/x86_64-linux-gnu/lib*.so.N, usr/bin/nvidia-smi       update-alternatives' links (what
- *                                                                 nvidia-alternative's postinst makes)
+ *   usr/lib/x86_64-linux-gnu/lib*.so.N, usr/bin/nvidia-smi       the names update-alternatives gives them
+ *                                                                 (nvidia-alternative's postinst), as relative links
  *   etc/ld.so.cache                                              ldconfig of the root
  *   etc/driver-rollout/driver-root.json                          the manifest (shared/driver-root-manifest.ts)
  *   dev/ proc/ sys/                                              mount points: the agent binds the node's there
@@ -52,16 +52,20 @@ export async function stageDriverRoot(flavour: DriverFlavour, dest: string): Pro
   return manifest;
 }
 
-/** `link → /etc/alternatives/<name> → target` for every alternative whose target the root has. */
+/**
+ * Each alternative whose target the root has, linked to the choice update-alternatives would
+ * make. Debian's links go through `/etc/alternatives/<name>` and are absolute; these are relative
+ * and direct, so that they resolve the same seen from inside the root (a chroot, the toolkit's
+ * root-aware lookup) and from outside it (NVIDIA's validator resolves `<root>/usr/bin/nvidia-smi`
+ * with Go's EvalSymlinks from its own container, where `/etc/alternatives` is not the root's).
+ */
 async function makeAlternatives(root: string, version: string): Promise<void> {
-  await mkdir(join(root, 'etc', 'alternatives'), { recursive: true });
   for (const alternative of NVIDIA_ALTERNATIVES) {
     const link = alternative.link.replaceAll('{version}', version);
     const target = alternative.target.replaceAll('{version}', version);
     if (!(await pathExists(join(root, target)))) continue;
     await mkdir(dirname(join(root, link)), { recursive: true });
-    await symlink(`/etc/alternatives/${alternative.name}`, join(root, link));
-    await symlink(target, join(root, 'etc', 'alternatives', alternative.name));
+    await symlink(posix.relative(posix.dirname(link), target), join(root, link));
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
@@ -133,6 +133,10 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
         expect(((await stat(join(root, hits[0] ?? ''))).mode & 0o111) !== 0, `${binary} is executable`).toBe(true);
       }
       expect(await resolveInRoot(root, '/usr/bin/nvidia-smi')).toBe('/usr/lib/nvidia/current/nvidia-smi');
+      // NVIDIA's validator looks from outside the root (Go's EvalSymlinks on <root>/usr/bin/nvidia-smi
+      // and <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1): the links resolve there too.
+      expect(await realpath(join(root, 'usr/bin/nvidia-smi'))).toBe(join(root, 'usr/lib/nvidia/current/nvidia-smi'));
+      expect(await realpath(join(root, 'usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1'))).toBe(join(root, `usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.${flavour.driverVersion}`));
       // No NVIDIA driver on this machine: nvidia-smi links and starts, then says so (exit 9).
       const smi = await execa('chroot', [root, 'nvidia-smi'], { reject: false, env: { PATH: '/usr/bin:/bin' } });
       expect(smi.exitCode).toBe(9);

@@ -3,7 +3,7 @@ import { loadAllYaml } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +68,12 @@ describe('the chart presets', () => {
     } else {
       expect(env['HOST_BLACKLIST_DIR']).toBeUndefined();
     }
+    // The driver root: the image's user space, published where NVIDIA's operands look (NVIDIA) or beside the driver's own run dir.
+    const rootPath = flavour.userSpacePackages.length > 0 ? '/run/nvidia/driver' : '/run/driver-rollout/drv/driver';
+    expect(env).toMatchObject({ DRIVER_ROOT_DIR: '/opt/driver-root', DRIVER_ROOT_PATH: rootPath });
+    expect(env['DRIVER_ROOT_CHECK']).toBe(flavour.userSpacePackages.length > 0 ? 'nvidia-smi' : undefined);
+    // Its bind mount must reach the host and outlive the pod.
+    expect(agentOf(ds)?.volumeMounts?.find((m) => m.name === 'driver-root-parent')).toMatchObject({ mountPath: dirname(rootPath), mountPropagation: 'Bidirectional' });
     // Every module the preset loads is one the flavour builds.
     for (const module of (env['DRIVER_MODULES'] ?? '').split(' ')) expect(flavour.modules).toContain(module);
   });
