@@ -165,7 +165,10 @@ async function waitFor(condition: string, agent: { log: string }, what: string):
   const result = await guest.run(`end=$(($(date +%s) + ${AGENT_TIMEOUT_MS / 1000})); until ${condition}; do [ $(date +%s) -gt $end ] && exit 1; sleep 0.5; done`, {
     timeoutMs: AGENT_TIMEOUT_MS + 120_000,
   });
-  if (result.exitCode !== 0) throw new Error(`${what}: not within ${AGENT_TIMEOUT_MS / 1000} s; the agent's log:\n${(await readFile(agent.log, 'utf8').catch(() => '')).slice(-6000)}`);
+  if (result.exitCode !== 0) {
+    const seen = await guest.run(`ps -ef | grep -v '\\['; ls -la ${shellQuote(guest.workDir)}; tail -c 6000 ${shellQuote(agent.log)}`);
+    throw new Error(`${what}: not within ${AGENT_TIMEOUT_MS / 1000} s; in the guest:\n${seen.stdout}\n${seen.stderr}`);
+  }
   return Math.round(performance.now() - started);
 }
 
