@@ -161,8 +161,9 @@ async function startAgent(env: Record<string, string>): Promise<{ log: string; p
 /** Waits in the guest until `condition` (sh) holds; fails with the agent's log. Returns the wait in ms. */
 async function waitFor(condition: string, agent: { log: string }, what: string): Promise<number> {
   const started = performance.now();
-  // The guest gives up first (its clock), so that its log can still be read here.
-  const result = await guest.run(`end=$(($(date +%s) + ${AGENT_TIMEOUT_MS / 1000})); until ${condition}; do [ $(date +%s) -gt $end ] && exit 1; sleep 0.5; done`, {
+  // The guest gives up first (its clock), so that its log can still be read here. Polled every
+  // 5 s: on one emulated CPU a tighter loop of forks starves the agent's Node.
+  const result = await guest.run(`end=$(($(date +%s) + ${AGENT_TIMEOUT_MS / 1000})); until ${condition}; do [ $(date +%s) -gt $end ] && exit 1; sleep 5; done`, {
     timeoutMs: AGENT_TIMEOUT_MS + 120_000,
   });
   if (result.exitCode !== 0) {
@@ -173,10 +174,10 @@ async function waitFor(condition: string, agent: { log: string }, what: string):
 }
 
 async function stopAgent(agent: { pid: string }, signal: 'TERM' | 'KILL'): Promise<void> {
-  await sh(`p=$(cat ${shellQuote(agent.pid)}); kill -${signal} $p; i=0; while kill -0 $p 2>/dev/null; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.2; done`, 180_000);
+  await sh(`p=$(cat ${shellQuote(agent.pid)}); kill -${signal} $p; i=0; while kill -0 $p 2>/dev/null; do i=$((i+1)); [ $i -gt 120 ] && exit 1; sleep 1; done`, 180_000);
 }
 
-const shownIs = (release: string) => `grep -q '"driverVersion": "${release}"' ${ROOT_PATH}/${DRIVER_ROOT_MANIFEST} 2>/dev/null && [ -e ${MARKER} ]`;
+const shownIs = (release: string) => `[ -e ${MARKER} ] && grep -q '"driverVersion": "${release}"' ${ROOT_PATH}/${DRIVER_ROOT_MANIFEST} 2>/dev/null`;
 
 async function rootState(): Promise<RootState> {
   const out = await sh(
