@@ -162,7 +162,7 @@ async function startAgent(env: Record<string, string>): Promise<{ log: string; p
 async function waitFor(condition: string, agent: { log: string }, what: string): Promise<number> {
   const started = performance.now();
   // The guest gives up first (its clock), so that its log can still be read here. Polled every
-  // 5 s: on one emulated CPU a tighter loop of forks starves the agent's Node.
+  // 5 s, to leave the one emulated CPU to the agent.
   const result = await guest.run(`end=$(($(date +%s) + ${AGENT_TIMEOUT_MS / 1000})); until ${condition}; do [ $(date +%s) -gt $end ] && exit 1; sleep 5; done`, {
     timeoutMs: AGENT_TIMEOUT_MS + 120_000,
   });
