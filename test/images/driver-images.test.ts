@@ -92,6 +92,7 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
       expect(manifest.flavour).toBe(flavour.name);
       expect(manifest.driverVersion).toBe(flavour.driverVersion);
       for (const name of flavour.userSpacePackages) expect(manifest.packages).toContain(`${name}=${flavour.userSpaceVersion ?? ''}`);
+      for (const daemon of flavour.daemonPackages) expect(manifest.packages).toContain(`${daemon.name}=${daemon.version}`);
       expect(manifest.packages.some((p) => p.startsWith('libc6='))).toBe(true);
     });
 
@@ -119,6 +120,35 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
         console.info(`driver root of ${flavour.name}: ${JSON.stringify(found, null, 1)}`);
         expect(found['libcuda.so.1']).toBe(`/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.${flavour.driverVersion}`);
         expect(found['libnvidia-ml.so.1']).toBe(`/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.${flavour.driverVersion}`);
+      },
+    );
+
+    it.runIf(flavour.daemonPackages.length > 0)(
+      "as the agent reads it in the image (DRIVER_ROOT_DIR): the version guard passes the image's own modules, and nvidia-persistenced is found and runs with the image's libraries",
+      { timeout: 300_000 },
+      async () => {
+        const kernel = flavour.prebuiltKernels[0] ?? '';
+        // The agent's own code in the image: its guard (modinfo on the prebuilt modules, the root's
+        // soname links, nvidia-smi -h run as the agent runs it), then the daemons it would start.
+        const out = await runInImage(
+          archive,
+          `cd /app && node --input-type=module -e "
+            const prebuilt = await import('/app/agent/build/find-prebuilt-modules.ts');
+            const guard = await import('/app/agent/user-space/check-user-space.ts');
+            const daemons = await import('/app/agent/daemons/gpu-daemons.ts');
+            const modules = await prebuilt.findPrebuiltModules('/opt/lib/modules', '${kernel}');
+            const found = await guard.checkUserSpace('gpu', '${IMAGE_DRIVER_ROOT}', await guard.readModuleFileVersions(modules));
+            console.log(JSON.stringify({ smi: found.nvidiaSmi?.version, libraries: [...new Set(found.libraries.map((l) => l.version))], daemons: await daemons.findDaemonBinaries('${IMAGE_DRIVER_ROOT}') }));
+          " && ${IMAGE_DRIVER_ROOT}/usr/bin/nvidia-persistenced --version`,
+        );
+        const [json = '', ...rest] = out.split('\n');
+        expect(JSON.parse(json)).toEqual({
+          smi: flavour.driverVersion,
+          libraries: [flavour.driverVersion],
+          daemons: { persistenced: `${IMAGE_DRIVER_ROOT}/usr/bin/nvidia-persistenced`, libraryDir: `${IMAGE_DRIVER_ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current` },
+        });
+        // Debian's one nvidia-persistenced, not the modules' release (it reaches the driver through the root's NVML).
+        expect(rest.join('\n')).toMatch(/nvidia-persistenced:\s+version 535\.171\.04/);
       },
     );
 
