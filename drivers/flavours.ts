@@ -64,7 +64,7 @@ export const NVIDIA_USER_SPACE_PACKAGES: readonly string[] = [
 
 /**
  * Debian's nvidia-persistenced: one version for both 535 releases, the one their libcuda1 recommends
- * (`nvidia-persistenced (>= 535)`); it reaches the driver through the root's libnvidia-cfg and NVML.
+ * (`nvidia-persistenced (>= 535)`); it reaches the driver through the root's libnvidia-cfg (of the modules' release).
  */
 export const NVIDIA_DAEMON_PACKAGES: DriverFlavour['daemonPackages'] = [{ name: 'nvidia-persistenced', version: '535.171.04-1~deb12u1' }];
 

@@ -41,9 +41,9 @@
 #   The version guard's test sets the 535.309.01 user space against the open 535.261.03 modules (a
 #   real mismatch) and the proprietary ones (a match).
 # - nvidia-persistenced 535.171.04 (contrib): Debian's one version, which its libcuda1 of both
-#   releases recommends (`nvidia-persistenced (>= 535)`; it talks to the driver through
-#   libnvidia-cfg and NVML, so it does not follow the modules' version); the NVIDIA images' roots
-#   carry it and the agent runs it beside the loaded driver.
+#   releases recommends (`nvidia-persistenced (>= 535)`; it talks to the driver through the
+#   root's libnvidia-cfg, --nvidia-cfg-path, so it does not follow the modules' version); the
+#   NVIDIA images' roots carry it and the agent runs it beside the loaded driver.
 # - r8168-dkms (non-free), at apt's candidate.
 # Prints `<package> <directory>` per package on stdout; a package pinned at two versions (the
 # GSP firmware of each NVIDIA release) gets a line each, the directory naming the version.

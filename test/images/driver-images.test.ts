@@ -147,7 +147,7 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
           libraries: [flavour.driverVersion],
           daemons: { persistenced: `${IMAGE_DRIVER_ROOT}/usr/bin/nvidia-persistenced`, libraryDir: `${IMAGE_DRIVER_ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current` },
         });
-        // Debian's one nvidia-persistenced, not the modules' release (it reaches the driver through the root's NVML).
+        // Debian's one nvidia-persistenced, not the modules' release (it reaches the driver through the root's libnvidia-cfg).
         expect(rest.join('\n')).toMatch(/nvidia-persistenced:\s+version 535\.171\.04/);
       },
     );
