@@ -137,7 +137,7 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
             const guard = await import('/app/agent/user-space/check-user-space.ts');
             const daemons = await import('/app/agent/daemons/gpu-daemons.ts');
             const modules = await prebuilt.findPrebuiltModules('/opt/lib/modules', '${kernel}');
-            const found = await guard.checkUserSpace('gpu', '${IMAGE_DRIVER_ROOT}', await guard.readModuleFileVersions(modules));
+            const found = await guard.checkUserSpace('gpu', '${IMAGE_DRIVER_ROOT}', await guard.readModuleFileVersions(modules.map((m) => ({ name: m.name, path: m.builtPath }))));
             console.log(JSON.stringify({ smi: found.nvidiaSmi?.version, libraries: [...new Set(found.libraries.map((l) => l.version))], daemons: await daemons.findDaemonBinaries('${IMAGE_DRIVER_ROOT}') }));
           " && ${IMAGE_DRIVER_ROOT}/usr/bin/nvidia-persistenced --version`,
         );
