@@ -11,7 +11,7 @@ import {
   type DriverRolloutSpecInput,
 } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { parseLabelSelector } from '../../../../coordinator/policy/label-selector.ts';
-import type { NodeAction, Plan } from '../../../../coordinator/plan/action.ts';
+import type { NodeAction, Plan, ReasonCode } from '../../../../coordinator/plan/action.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import type {
   ClusterSnapshot,
@@ -300,4 +300,20 @@ export function annotationWrites(plan: Plan, node: string): Record<string, strin
     if (a.kind === 'removeAnnotation' || a.kind === 'clearSafeLoad') out[a.key] = null;
   }
   return out;
+}
+
+/**
+ * One row of a planner table that varies the newest template's driver (restart-only,
+ * signature-refusal): the node, its neighbours, the policy, and what the pass must do and say.
+ */
+export interface TemplateCase {
+  readonly name: string;
+  readonly node: NodeBuilder;
+  /** The newest template's fingerprint (null: the template does not say plainly); each table says its default. */
+  readonly template?: string | null;
+  readonly policy?: UpgradePolicyInput;
+  readonly others?: readonly NodeBuilder[];
+  readonly effects: readonly string[];
+  readonly reason?: ReasonCode;
+  readonly message?: RegExp;
 }

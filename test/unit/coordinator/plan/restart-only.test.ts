@@ -3,7 +3,6 @@
  * one case per situation, what the plan does to node n1, why it waits, which annotations it writes.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReasonCode } from '../../../../coordinator/plan/action.ts';
 import { driverFingerprint, parseLoadedDriver, renderLoadedDriver, type DriverIdentity } from '../../../../shared/driver-identity.ts';
 import {
   DRIVER_DAEMONSET,
@@ -20,8 +19,7 @@ import {
   planAt,
   reasonOf,
   secondsAgo,
-  type NodeBuilder,
-  type UpgradePolicyInput,
+  type TemplateCase,
 } from './fixtures.ts';
 
 const DRIVER: DriverIdentity = { version: '570.86.15', modules: ['nvidia'], loadPlan: 'nvidia', loadOptional: [], parameters: { nvidia: { NVreg_EnableGpuFirmware: '1' } } };
@@ -40,16 +38,7 @@ const CORDON_AND_ON = ['cordon', 'requireSamePods', 'state:wait-for-jobs-require
 const FULL_START = ['state:upgrade-required', 'state:cordon-required', ...CORDON_AND_ON];
 const FULL = { effects: FULL_START, reason: 'waiting-for-driver-pod' } as const;
 
-interface Case {
-  readonly name: string;
-  readonly node: NodeBuilder;
-  /** The newest template's fingerprint (null: the template does not say plainly). */
-  readonly template?: string | null;
-  readonly policy?: UpgradePolicyInput;
-  readonly others?: readonly NodeBuilder[];
-  readonly effects: readonly string[];
-  readonly reason?: ReasonCode;
-  readonly message?: RegExp;
+interface Case extends TemplateCase {
   readonly annotations?: Readonly<Record<string, string | null | undefined>>;
   /** An Event on n1 whose message matches. */
   readonly event?: RegExp;

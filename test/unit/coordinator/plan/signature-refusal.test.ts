@@ -5,10 +5,9 @@
  * identity it was made for, and the check takes its documented place in the order of holds.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReasonCode } from '../../../../coordinator/plan/action.ts';
 import { driverFingerprint, parseLoadedDriver, renderLoadedDriver, type DriverIdentity } from '../../../../shared/driver-identity.ts';
 import { renderSignatureVerdict, type SignatureVerdict } from '../../../../shared/module-signature-verdict.ts';
-import { DRIVER_DAEMONSET, DRIVER_NAMESPACE, KEYS, NEW_REVISION, aCluster, aNode, aPolicy, effectsOf, planAt, reasonOf, type NodeBuilder, type UpgradePolicyInput } from './fixtures.ts';
+import { DRIVER_DAEMONSET, DRIVER_NAMESPACE, KEYS, NEW_REVISION, aCluster, aNode, aPolicy, effectsOf, planAt, reasonOf, type TemplateCase } from './fixtures.ts';
 
 const OLD_DRIVER: DriverIdentity = { version: '550.127.05', modules: ['nvidia'], loadPlan: 'nvidia', loadOptional: [], parameters: {} };
 const OLD = driverFingerprint(OLD_DRIVER);
@@ -33,21 +32,9 @@ const verdict = (v: SignatureVerdict) => ({ [KEYS.moduleSignatures]: renderSigna
 const LOADED_OLD = { [KEYS.driverLoaded]: renderLoadedDriver({ pod: `${DRIVER_NAMESPACE}/gpu-driver-n1`, fingerprint: OLD }) };
 const START = ['state:cordon-required', 'cordon', 'requireSamePods', 'state:wait-for-jobs-required', 'state:pod-deletion-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'];
 
-interface Case {
-  readonly name: string;
-  readonly node: NodeBuilder;
-  /** The newest template's driver (null: the template does not say plainly); default NEW. */
-  readonly template?: string | null;
-  readonly policy?: UpgradePolicyInput;
-  readonly others?: readonly NodeBuilder[];
-  readonly effects: readonly string[];
-  readonly reason?: ReasonCode;
-  readonly message?: RegExp;
-}
-
 const waiting = () => aNode('n1').inState('upgrade-required').outdated();
 
-const cases: readonly Case[] = [
+const cases: readonly TemplateCase[] = [
   {
     name: 'the kernel would refuse the new driver: not started, the reason names the kernel, the modules, the key and how to enroll it',
     node: waiting().annotated(verdict(REFUSED)),
