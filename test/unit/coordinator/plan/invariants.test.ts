@@ -209,7 +209,9 @@ describe('planner invariants over random clusters and policies', () => {
       ),
       { numRuns: 300 },
     );
-  });
+    // 300 simulated rollouts of 25 passes, CPU-bound: past the unit default of 20 s on a loaded
+    // 2-core machine. The bound only catches a hang.
+  }, 120_000);
 
   it('a fresh rollout starts as many nodes as the slots allow, and no more', () => {
     fc.assert(
