@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
-import { ConfigError } from '../shared/errors.ts';
+import { ConfigError, toError } from '../shared/errors.ts';
 import { driverKeys, type DriverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -19,6 +19,8 @@ import { createStateReporter, type StateReporter } from './report/state-reporter
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
 import { buildDriverFor, createAgentSteps, judgeNextKernelSignatures } from './create-agent-steps.ts';
 import { renderSignatureVerdict, type SignatureVerdict } from '../shared/module-signature-verdict.ts';
+import { renderKernelSignaturePolicy, type KernelSignaturePolicy } from '../shared/kernel-signature-policy.ts';
+import { readKernelSignaturePolicy } from './kernel/read-signature-policy.ts';
 import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
 import { createLatestWinsWriter } from './report/latest-wins-writer.ts';
 import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
@@ -99,10 +101,14 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
   const writeNodeMetadata = createNodeMetadataWriter(core, config.nodeName);
-  const verdictWriter = createLatestWinsWriter<SignatureVerdict>((verdict) => writeNodeMetadata({ labels: {}, annotations: { [keys.moduleSignatures]: renderSignatureVerdict(verdict) } }), {
-    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
-    onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot write the module-signature verdict; retrying'); },
-  });
+  // One node annotation written in the background, retried with the labels' backoff; the latest value wins.
+  const annotationWriter = <T>(key: string, render: (value: T) => string, what: string) =>
+    createLatestWinsWriter<T>((value) => writeNodeMetadata({ labels: {}, annotations: { [key]: render(value) } }), {
+      retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
+      onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, `cannot write ${what}; retrying`); },
+    });
+  const verdictWriter = annotationWriter<SignatureVerdict>(keys.moduleSignatures, renderSignatureVerdict, 'the module-signature verdict');
+  const kernelPolicyWriter = annotationWriter<KernelSignaturePolicy>(keys.kernelSignaturePolicy, renderKernelSignaturePolicy, "the kernel's signature policy");
   const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => { verdictWriter.set(verdict); });
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
@@ -111,6 +117,11 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     kernel,
     async run(signal) {
       try {
+        // The node's own signature facts, before anything is built or loaded: the coordinator judges the next build's signer by them.
+        await readKernelSignaturePolicy(hostInfo, { procDir: config.procDir }).then(
+          (policy) => { kernelPolicyWriter.set(policy); },
+          (error: unknown) => { log.warn({ err: toError(error) }, "cannot read the kernel's module signature policy; not published"); },
+        );
         await runAgent(
           {
             driver: config.driver,
@@ -133,6 +144,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
       } finally {
         loopRunning = false;
         verdictWriter.stop();
+        kernelPolicyWriter.stop();
       }
     },
     close: () => statusServer.close(),
