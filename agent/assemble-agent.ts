@@ -25,7 +25,7 @@ import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
 import { createLatestWinsWriter } from './report/latest-wins-writer.ts';
 import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
 import { findInstalledKernels } from './build/find-installed-kernels.ts';
-import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
+import { runNextKernelPreflight, type NextKernelPreflightDeps } from './preflight/run-next-kernel-preflight.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import { runAgent } from './run-agent.ts';
 import { hostBlacklistFile, removeHostBlacklist } from './kernel/host-blacklist.ts';
@@ -162,24 +162,36 @@ function releaseHostBlacklist(config: AgentConfig, dir: string, core: CoreV1Api,
 
 /** The next-kernel preflight over the agent's own build, a label writer and an Event recorder of its own. */
 function createPreflight(config: AgentConfig, core: CoreV1Api, keys: DriverKeys, metrics: AgentMetrics, log: Logger) {
-  const preflightLog = log.child({ task: 'next-kernel-preflight' });
-  return (runningKernel: string, signal: AbortSignal) =>
-    runNextKernelPreflight(
-      {
-        keys,
-        context: { driver: config.driver, version: config.driverVersion },
-        findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
-        build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log: preflightLog, signal: buildSignal, background: true }),
-        judgeSignatures: (built) => judgeNextKernelSignatures(config, built),
-        writeLabels: createNodeLabelWriter(core, config.nodeName),
-        recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
-        metrics,
-        log: preflightLog,
-        intervalMs: config.nextKernelIntervalMs,
-      },
-      runningKernel,
-      signal,
-    );
+  const sinks = {
+    writeLabels: createNodeLabelWriter(core, config.nodeName),
+    recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
+  };
+  const deps = nextKernelPreflightDeps(config, keys, sinks, metrics, log.child({ task: 'next-kernel-preflight' }));
+  return (runningKernel: string, signal: AbortSignal) => runNextKernelPreflight({ ...deps, intervalMs: config.nextKernelIntervalMs }, runningKernel, signal);
+}
+
+/**
+ * What the next-kernel preflight runs on, as the agent wires it: the kernels with installed
+ * headers, the agent's own build for each (the cache key it looks up after a reboot) and its
+ * signature judge under the running kernel's policy; `sinks` take its labels and Events.
+ */
+export function nextKernelPreflightDeps(
+  config: AgentConfig,
+  keys: DriverKeys,
+  sinks: Pick<NextKernelPreflightDeps, 'writeLabels' | 'recordEvent'>,
+  metrics: NextKernelPreflightDeps['metrics'],
+  log: Logger,
+): NextKernelPreflightDeps {
+  return {
+    keys,
+    context: { driver: config.driver, version: config.driverVersion },
+    findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
+    build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log, signal: buildSignal, background: true }),
+    judgeSignatures: (built) => judgeNextKernelSignatures(config, built),
+    ...sinks,
+    metrics,
+    log,
+  };
 }
 
 async function createKernel(
