@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { backoffDelay, type BackoffPolicy } from '../shared/backoff.ts';
-import { ConfigError } from '../shared/errors.ts';
+import { ConfigError, toError } from '../shared/errors.ts';
 import { driverKeys, type DriverKeys } from '../shared/keys.ts';
 import { loadKubeConfig } from '../shared/kube/load-kube-config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -19,11 +19,13 @@ import { createStateReporter, type StateReporter } from './report/state-reporter
 import { startStatusServer, type StatusServer } from './report/status-server.ts';
 import { buildDriverFor, createAgentSteps, judgeNextKernelSignatures } from './create-agent-steps.ts';
 import { renderSignatureVerdict, type SignatureVerdict } from '../shared/module-signature-verdict.ts';
+import { renderKernelSignaturePolicy, type KernelSignaturePolicy } from '../shared/kernel-signature-policy.ts';
+import { readKernelSignaturePolicy } from './kernel/read-signature-policy.ts';
 import { apiErrorMessage, apiStatusCode } from '../shared/kube/api-error.ts';
 import { createLatestWinsWriter } from './report/latest-wins-writer.ts';
 import { defaultHeadersDirs } from './build/find-kernel-headers.ts';
 import { findInstalledKernels } from './build/find-installed-kernels.ts';
-import { runNextKernelPreflight } from './preflight/run-next-kernel-preflight.ts';
+import { runNextKernelPreflight, type NextKernelPreflightDeps } from './preflight/run-next-kernel-preflight.ts';
 import type { AgentMetrics } from './report/agent-metrics.ts';
 import { runAgent } from './run-agent.ts';
 import { hostBlacklistFile, removeHostBlacklist } from './kernel/host-blacklist.ts';
@@ -99,10 +101,14 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   log.info({ port: statusServer.port }, 'serving /healthz, /readyz and /metrics');
 
   const writeNodeMetadata = createNodeMetadataWriter(core, config.nodeName);
-  const verdictWriter = createLatestWinsWriter<SignatureVerdict>((verdict) => writeNodeMetadata({ labels: {}, annotations: { [keys.moduleSignatures]: renderSignatureVerdict(verdict) } }), {
-    retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
-    onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot write the module-signature verdict; retrying'); },
-  });
+  // One node annotation written in the background, retried with the labels' backoff; the latest value wins.
+  const annotationWriter = <T>(key: string, render: (value: T) => string, what: string) =>
+    createLatestWinsWriter<T>((value) => writeNodeMetadata({ labels: {}, annotations: { [key]: render(value) } }), {
+      retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
+      onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, `cannot write ${what}; retrying`); },
+    });
+  const verdictWriter = annotationWriter<SignatureVerdict>(keys.moduleSignatures, renderSignatureVerdict, 'the module-signature verdict');
+  const kernelPolicyWriter = annotationWriter<KernelSignaturePolicy>(keys.kernelSignaturePolicy, renderKernelSignaturePolicy, "the kernel's signature policy");
   const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => { verdictWriter.set(verdict); });
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
@@ -111,6 +117,11 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     kernel,
     async run(signal) {
       try {
+        // The node's own signature facts, before anything is built or loaded: the coordinator judges the next build's signer by them.
+        await readKernelSignaturePolicy(hostInfo, { procDir: config.procDir }).then(
+          (policy) => { kernelPolicyWriter.set(policy); },
+          (error: unknown) => { log.warn({ err: toError(error) }, "cannot read the kernel's module signature policy; not published"); },
+        );
         await runAgent(
           {
             driver: config.driver,
@@ -133,6 +144,7 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
       } finally {
         loopRunning = false;
         verdictWriter.stop();
+        kernelPolicyWriter.stop();
       }
     },
     close: () => statusServer.close(),
@@ -150,24 +162,36 @@ function releaseHostBlacklist(config: AgentConfig, dir: string, core: CoreV1Api,
 
 /** The next-kernel preflight over the agent's own build, a label writer and an Event recorder of its own. */
 function createPreflight(config: AgentConfig, core: CoreV1Api, keys: DriverKeys, metrics: AgentMetrics, log: Logger) {
-  const preflightLog = log.child({ task: 'next-kernel-preflight' });
-  return (runningKernel: string, signal: AbortSignal) =>
-    runNextKernelPreflight(
-      {
-        keys,
-        context: { driver: config.driver, version: config.driverVersion },
-        findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
-        build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log: preflightLog, signal: buildSignal, background: true }),
-        judgeSignatures: (built) => judgeNextKernelSignatures(config, built),
-        writeLabels: createNodeLabelWriter(core, config.nodeName),
-        recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
-        metrics,
-        log: preflightLog,
-        intervalMs: config.nextKernelIntervalMs,
-      },
-      runningKernel,
-      signal,
-    );
+  const sinks = {
+    writeLabels: createNodeLabelWriter(core, config.nodeName),
+    recordEvent: createNodeEventRecorder(core, { nodeName: config.nodeName, podName: config.podName }, () => new Date()),
+  };
+  const deps = nextKernelPreflightDeps(config, keys, sinks, metrics, log.child({ task: 'next-kernel-preflight' }));
+  return (runningKernel: string, signal: AbortSignal) => runNextKernelPreflight({ ...deps, intervalMs: config.nextKernelIntervalMs }, runningKernel, signal);
+}
+
+/**
+ * What the next-kernel preflight runs on, as the agent wires it: the kernels with installed
+ * headers, the agent's own build for each (the cache key it looks up after a reboot) and its
+ * signature judge under the running kernel's policy; `sinks` take its labels and Events.
+ */
+export function nextKernelPreflightDeps(
+  config: AgentConfig,
+  keys: DriverKeys,
+  sinks: Pick<NextKernelPreflightDeps, 'writeLabels' | 'recordEvent'>,
+  metrics: NextKernelPreflightDeps['metrics'],
+  log: Logger,
+): NextKernelPreflightDeps {
+  return {
+    keys,
+    context: { driver: config.driver, version: config.driverVersion },
+    findKernels: () => findInstalledKernels(config.headersDirs ?? defaultHeadersDirs('{kernel}')),
+    build: (kernel, buildSignal) => buildDriverFor(config, kernel, { log, signal: buildSignal, background: true }),
+    judgeSignatures: (built) => judgeNextKernelSignatures(config, built),
+    ...sinks,
+    metrics,
+    log,
+  };
 }
 
 async function createKernel(

@@ -61,7 +61,7 @@ export const BOUNDARIES: readonly ImportBoundary[] = [
   {
     files: 'coordinator/plan/',
     because: 'the planner is pure: it imports only its own files, coordinator/policy/, shared/keys.ts and the annotations\' schemas, and no I/O',
-    mayImportOnly: ['coordinator/plan/', 'coordinator/policy/', 'shared/keys.ts', 'shared/node-annotations.ts', 'shared/driver-identity.ts', 'shared/module-signature-verdict.ts'],
+    mayImportOnly: ['coordinator/plan/', 'coordinator/policy/', 'shared/keys.ts', 'shared/node-annotations.ts', 'shared/driver-identity.ts', 'shared/module-signature-verdict.ts', 'shared/kernel-signature-policy.ts'],
     forbiddenPackages: ['@kubernetes/client-node', 'execa', ...NODE_IO_MODULES],
   },
   { files: 'agent/', because: 'agent/ and coordinator/ are separate programs', mayNotImport: ['coordinator/', 'cli/'] },

@@ -17,6 +17,7 @@ export const PURE_CORE: readonly string[] = [
   'shared/device-kind.ts',
   'shared/driver-identity.ts',
   'shared/errors.ts',
+  'shared/kernel-signature-policy.ts',
   'shared/keys.ts',
   'shared/kmod/find-module-users.ts',
   'shared/kmod/loaded-module.ts',

@@ -101,6 +101,14 @@ export interface DriverKeys {
    * template's driver says the kernel would refuse it (plan/start-checks.ts).
    */
   readonly moduleSignatures: string;
+  /**
+   * Node annotation (agent, OWN_KEY_DOMAIN): the node's own module-signature facts, about no
+   * driver build: the running kernel, what makes it enforce signatures, the keys it trusts
+   * (shared/kernel-signature-policy.ts). Written by the agent of any driver version at its start,
+   * before it builds or loads; the coordinator compares them with the signer the newest template
+   * declares (MODULE_SIGNER_ANNOTATION) before it cordons the node (plan/signature-refusal.ts).
+   */
+  readonly kernelSignaturePolicy: string;
   /** Pod condition type (agent): the readiness gate the driver pod declares. */
   readonly driverReadyCondition: string;
   /** Node annotation (ours): unix seconds when pod-restart-required began (podRestart.timeoutSeconds survives restarts). */
@@ -202,6 +210,7 @@ export function driverKeys(driver: string, domain: string = DEFAULT_KEY_DOMAIN):
     nextKernel: `${fact}-driver.next-kernel`,
     nextKernelFailed: `${fact}-driver.next-kernel.failed`,
     moduleSignatures: `${fact}-driver.module-signatures`,
+    kernelSignaturePolicy: `${fact}-driver.kernel-signature-policy`,
     driverReadyCondition: `${p}-driver-ready`,
     podRestartStartTime: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.pod-restart-start-time`,
     driverFailingSince: `${OWN_KEY_DOMAIN}/${driver}-driver-upgrade.driver-failing-since`,
@@ -263,6 +272,16 @@ export const CORDON_HOLDERS_ANNOTATION = `${OWN_KEY_DOMAIN}/cordon-holders`;
 export function cordonHolderOf(keys: Pick<DriverKeys, 'domain' | 'driver'>): string {
   return `${keys.domain}/${keys.driver}`;
 }
+
+/**
+ * Pod template annotation (ours) of a driver DaemonSet: who signed the modules its agent loads,
+ * prebuilt in the image or built on the node: the signing certificate's subject common name, as
+ * `modinfo -F signer` shows it, or `unsigned` (shared/kernel-signature-policy.ts UNSIGNED). Set
+ * by the chart (drivers[].moduleSigner). The coordinator reads it from the newest
+ * ControllerRevision and holds a node whose kernel, by its agent's KernelSignaturePolicy, would
+ * refuse that signer, before cordoning it; absent: not known, the node is not judged by it.
+ */
+export const MODULE_SIGNER_ANNOTATION = `${OWN_KEY_DOMAIN}/module-signer`;
 
 /** KWOK's annotation marking a node it manages (test bed and demo only). */
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';

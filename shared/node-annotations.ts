@@ -7,6 +7,7 @@
  */
 import { parseLoadedDriver, type PublishedDriver } from './driver-identity.ts';
 import type { DriverKeys } from './keys.ts';
+import { parseKernelSignaturePolicy, type KernelSignaturePolicy } from './kernel-signature-policy.ts';
 import { parseSignatureVerdict, type SignatureVerdict } from './module-signature-verdict.ts';
 
 /** An annotation whose value does not parse: which object, which key, what is wrong. */
@@ -104,6 +105,15 @@ export const SIGNATURE_VERDICT: AnnotationSchema<SignatureVerdict> = {
   },
 };
 
+/** The node's own module-signature facts (shared/kernel-signature-policy.ts). */
+export const KERNEL_SIGNATURE_POLICY: AnnotationSchema<KernelSignaturePolicy> = {
+  holds: 'the agent\'s {"kernel":...,"enforcedBy":[...],"keys":[{"name":...,"id":...}]} record',
+  parse: (raw) => {
+    const policy = parseKernelSignaturePolicy(raw);
+    return policy === null ? { wrong: `is not the agent's kernel signature policy: ${quoted(raw)}` } : { value: policy };
+  },
+};
+
 /**
  * The holders of a node's cordon (keys.ts CORDON_HOLDERS_ANNOTATION): comma-separated, blanks
  * dropped, sorted. Every other text is a holder too: an entry we do not recognise still holds
@@ -135,6 +145,7 @@ export const NODE_ANNOTATIONS = {
   clientsStopped: COMMA_LIST,
   driverLoaded: LOADED_DRIVER,
   moduleSignatures: SIGNATURE_VERDICT,
+  kernelSignaturePolicy: KERNEL_SIGNATURE_POLICY,
   restartOnly: FLAG,
   lastStartTime: UNIX_SECONDS,
   upgradeDoneTime: UNIX_SECONDS,

@@ -5,7 +5,9 @@ import { ifExists, readTextIfExists } from '../../shared/fs/if-exists.ts';
 import { describeCommandFailure } from '../build/describe-command-failure.ts';
 import { KernelCommandError } from './kernel-errors.ts';
 import type { ModuleFile } from './kernel-port.ts';
-import { parseSignaturePolicy, type ModuleSignature, type SignaturePolicy } from './plan/module-signature-trust.ts';
+import { kernelSignaturePolicy, parseSignaturePolicy, type ModuleSignature, type SignaturePolicy } from './plan/module-signature-trust.ts';
+import type { KernelSignaturePolicy } from '../../shared/kernel-signature-policy.ts';
+import type { HostInfoPort } from '../detect/host-info.ts';
 
 /** EFI variable SecureBoot-<EFI global variable GUID>: 4 bytes of attributes, then 1 when enabled. */
 const SECURE_BOOT_VAR = 'firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c';
@@ -26,6 +28,12 @@ export async function readSignaturePolicy(dirs: { readonly sysDir?: string; read
   const secureBoot = await ifExists(() => readFile(join(sys, SECURE_BOOT_VAR)));
   if (secureBoot?.[4] !== 1 || policy.enforcedBy.some((e) => e.startsWith('lockdown='))) return policy;
   return { ...policy, enforced: true, enforcedBy: [...policy.enforcedBy, 'Secure Boot'] };
+}
+
+/** The node's own facts the agent publishes (shared/kernel-signature-policy.ts): readSignaturePolicy under the running kernel's release. */
+export async function readKernelSignaturePolicy(hostInfo: HostInfoPort, dirs: { readonly sysDir?: string; readonly procDir?: string } = {}): Promise<KernelSignaturePolicy> {
+  const [policy, host] = await Promise.all([readSignaturePolicy(dirs), hostInfo.readHostInfo()]);
+  return kernelSignaturePolicy(policy, host.kernelRelease);
 }
 
 /** `modinfo -F signer` and `-F sig_key` of the module's file. */

@@ -8,7 +8,7 @@ import { markedAsByName } from '../plan/nodes-by-name.ts';
 import type { ClusterSnapshot, DaemonSetSnapshot, DriverPodSnapshot, NodeSnapshot, PdbSnapshot, PodSnapshot, RolloutRef } from '../plan/snapshot.ts';
 import { BY_CONTROLLER, BY_NODE, type ClusterCaches } from './cluster-caches.ts';
 import { ObjectMemo } from './object-memo.ts';
-import { driverPodSnapshotOf, mayBeDriverPod, loadedDriverOf, nodeFactsOf, pdbSnapshotOf, podFactsOf, templateFingerprintOf } from './snapshot-of-object.ts';
+import { driverPodSnapshotOf, mayBeDriverPod, loadedDriverOf, nodeFactsOf, pdbSnapshotOf, podFactsOf, templateFingerprintOf, templateModuleSignerOf } from './snapshot-of-object.ts';
 
 export interface SnapshotInputs {
   readonly caches: Pick<ClusterCaches, 'nodes' | 'pods' | 'daemonSets' | 'revisions' | 'pdbs'>;
@@ -83,6 +83,7 @@ function selectDrivers(rollout: RolloutRef, policy: DriverRolloutPolicy, caches:
       name: nameOf(ds),
       updatedRevisionHash: newest?.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
       templateFingerprint: newest === undefined ? null : templateFingerprintOf(newest),
+      templateModuleSigner: newest === undefined ? null : templateModuleSignerOf(newest),
       previousRevisionHash: previous?.metadata?.labels?.[CONTROLLER_REVISION_HASH_LABEL] ?? null,
       newestIsRollback: newest !== undefined && isMadeNewestAgain(revisions, newest),
     });
@@ -148,7 +149,7 @@ function nodeSnapshotOf(memo: SnapshotMemo, name: string, node: V1Node, bucket: 
   const split = entry?.bucket === bucket ? entry.split : podsOn(bucket, drivers);
   const loadedDriver = entry?.node === node ? entry.snapshot.loadedDriver : loadedDriverOf(node, loadedKey);
   const facts = nodeFactsOf(node);
-  const snapshot: NodeSnapshot = { name: facts.name, labels: facts.labels, annotations: facts.annotations, unschedulable: facts.unschedulable, ready: facts.ready, notReady: facts.notReady, driverPods: split.driverPods, pods: split.pods, loadedDriver };
+  const snapshot: NodeSnapshot = { name: facts.name, labels: facts.labels, annotations: facts.annotations, unschedulable: facts.unschedulable, ready: facts.ready, notReady: facts.notReady, kernelVersion: facts.kernelVersion, driverPods: split.driverPods, pods: split.pods, loadedDriver };
   if (entry === undefined) memo.nodes.set(name, { node, bucket, split, snapshot, seen: memo.pass });
   else {
     entry.node = node;

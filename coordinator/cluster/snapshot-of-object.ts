@@ -4,7 +4,7 @@ import { LOADED_DRIVER, NodeAnnotationProblem, parseNodeAnnotation } from '../..
 import { compileLabelSelector } from '../policy/label-selector.ts';
 import type { DriverPodSnapshot, LoadedDriverSnapshot, NodeNotReadySnapshot, NodeSnapshot, PdbSnapshot, PodPhase, PodSnapshot } from '../plan/snapshot.ts';
 import { ObjectMemo } from './object-memo.ts';
-import { revisionTemplate, templateDriverFingerprint } from './template-driver-fingerprint.ts';
+import { revisionTemplate, templateDriverFingerprint, templateModuleSigner } from './template-driver-fingerprint.ts';
 
 /**
  * Cached API objects in the planner's plain-data form, each converted once per object: an
@@ -42,7 +42,7 @@ interface DriverPodParts {
 const podMemo = new ObjectMemo<V1Pod, PodRecord>('pod facts');
 const nodeMemo = new ObjectMemo<V1Node, NodeFacts>('node facts');
 const pdbMemo = new ObjectMemo<V1PodDisruptionBudget, PdbSnapshot>('pdb snapshot');
-const revisionMemo = new ObjectMemo<V1ControllerRevision, { readonly fingerprint: string | null }>('template fingerprint');
+const revisionMemo = new ObjectMemo<V1ControllerRevision, { readonly fingerprint: string | null; readonly signer: string | null }>('template fingerprint');
 
 const nameOf = (o: KubernetesObject): string => o.metadata?.name ?? '';
 const uidOf = (o: KubernetesObject): string => o.metadata?.uid ?? '';
@@ -68,7 +68,19 @@ export function pdbSnapshotOf(pdb: V1PodDisruptionBudget): PdbSnapshot {
 
 /** The driver a revision's template loads (templateDriverFingerprint). */
 export function templateFingerprintOf(revision: V1ControllerRevision): string | null {
-  return (revisionMemo.get(revision) ?? revisionMemo.set(revision, { fingerprint: templateDriverFingerprint(revisionTemplate(revision)) })).fingerprint;
+  return templateFactsOf(revision).fingerprint;
+}
+
+/** Who signed the modules a revision's template loads, as it declares (templateModuleSigner). */
+export function templateModuleSignerOf(revision: V1ControllerRevision): string | null {
+  return templateFactsOf(revision).signer;
+}
+
+function templateFactsOf(revision: V1ControllerRevision): { readonly fingerprint: string | null; readonly signer: string | null } {
+  const cached = revisionMemo.get(revision);
+  if (cached !== undefined) return cached;
+  const template = revisionTemplate(revision);
+  return revisionMemo.set(revision, { fingerprint: templateDriverFingerprint(template), signer: templateModuleSigner(template) });
 }
 
 /** A pod of the rollout's DaemonSet `daemonSet`; `conditionType` is the agent's readiness-gate condition. */
@@ -225,9 +237,12 @@ function toNode(n: V1Node): NodeFacts {
     annotations: n.metadata?.annotations ?? {},
     unschedulable: n.spec?.unschedulable === true,
     ready: isReady(n.status?.conditions),
+    kernelVersion: nonEmpty(n.status?.nodeInfo?.kernelVersion),
     notReady: notReadyOf(n),
   };
 }
+
+const nonEmpty = (text: string | undefined): string | null => (text === undefined || text === '' ? null : text);
 
 /** The node's Ready condition when it is there and not True; null otherwise. */
 function notReadyOf(n: V1Node): NodeNotReadySnapshot | null {

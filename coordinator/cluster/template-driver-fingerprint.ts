@@ -1,5 +1,6 @@
 import type { V1ControllerRevision, V1PodTemplateSpec } from '@kubernetes/client-node';
 import { driverFingerprint, driverIdentityFromSettings, IDENTITY_SETTINGS } from '../../shared/driver-identity.ts';
+import { MODULE_SIGNER_ANNOTATION } from '../../shared/keys.ts';
 
 /**
  * The driver a DaemonSet revision's pod template would load (shared/driver-identity.ts), read
@@ -26,6 +27,16 @@ export function templateDriverFingerprint(template: V1PodTemplateSpec | undefine
   const values = new Map(env.map((e) => [e.name, e.value ?? '']));
   const identity = driverIdentityFromSettings((setting) => values.get(IDENTITY_SETTINGS[setting].env));
   return identity === null ? null : driverFingerprint(identity);
+}
+
+/**
+ * Who signed the modules a revision's pod template loads, as its annotation
+ * MODULE_SIGNER_ANNOTATION declares it (a signer's name, or `unsigned`); null when the template
+ * does not say (absent or blank). Pure.
+ */
+export function templateModuleSigner(template: V1PodTemplateSpec | undefined): string | null {
+  const declared = template?.metadata?.annotations?.[MODULE_SIGNER_ANNOTATION]?.trim();
+  return declared === undefined || declared === '' ? null : declared;
 }
 
 /**

@@ -103,6 +103,12 @@ export interface DaemonSetSnapshot {
    * null or absent when the template does not say it plainly: no restart-only path then.
    */
   readonly templateFingerprint?: string | null | undefined;
+  /**
+   * Who signed the modules the newest revision's template loads, as it declares
+   * (shared/keys.ts MODULE_SIGNER_ANNOTATION: a signer's name, or `unsigned`); null or absent
+   * when it does not say: its nodes are then judged only by the agents' verdicts.
+   */
+  readonly templateModuleSigner?: string | null | undefined;
   /** The hash of the ControllerRevision just below the newest (by `revision`); null or absent when there is none. What a canary rollback puts back. */
   readonly previousRevisionHash?: string | null | undefined;
   /**
@@ -148,6 +154,8 @@ export interface NodeSnapshot {
   readonly unschedulable: boolean;
   /** The node's Ready condition is True. */
   readonly ready: boolean;
+  /** `status.nodeInfo.kernelVersion`, the running kernel as the kubelet reports it; null or absent when unknown. */
+  readonly kernelVersion?: string | null | undefined;
   /**
    * When `ready` is false: the Ready condition as the API has it (node-not-ready.ts reads it);
    * null or absent when unknown (a node without a Ready condition, or a test that does not say).

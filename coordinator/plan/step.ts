@@ -21,6 +21,8 @@ export interface StepContext {
   readonly revisions: ReadonlyMap<string, string | null>;
   /** DaemonSet name → the driver its newest template loads (DaemonSetSnapshot.templateFingerprint); null when unknown. */
   readonly fingerprints: ReadonlyMap<string, string | null>;
+  /** DaemonSet name → who signed the modules its newest template loads, as it declares (DaemonSetSnapshot.templateModuleSigner); null when it does not say. */
+  readonly signers: ReadonlyMap<string, string | null>;
   readonly pdbsByNamespace: ReadonlyMap<string, readonly PdbSnapshot[]>;
   /** ClusterSnapshot.dependents: drivers that load after this one. */
   readonly dependents: readonly DependentDriverSnapshot[];

@@ -2,15 +2,8 @@
  * Will the running kernel accept these modules' signatures? Pure: the kernel's policy and keys come
  * in as text read from /sys and /proc, the modules' signatures as `modinfo` reports them.
  */
+import { isSignerTrusted, trustedKeyNames as namesOf, type KernelSignaturePolicy, type TrustedKey } from '../../../shared/kernel-signature-policy.ts';
 import type { RefusedModule, SignatureVerdict } from '../../../shared/module-signature-verdict.ts';
-
-/** A key the kernel trusts for modules, as /proc/keys describes it: `<subject CN>: <key id hex>`. */
-export interface TrustedKey {
-  /** The certificate's subject common name (what `modinfo -F signer` shows for modules it signed). */
-  readonly name: string;
-  /** Lower-case hex: the certificate's subject key identifier (or its serial number when it has none). */
-  readonly id: string;
-}
 
 /** Whether the kernel refuses unsigned or untrusted modules, and why. */
 export interface SignaturePolicy {
@@ -60,27 +53,14 @@ export function parseProcKeys(text: string): TrustedKey[] {
   return keys;
 }
 
-/** `66:F5:4E` → `66f54e`. */
-export function keyIdHex(colonHex: string): string {
-  return colonHex.replaceAll(':', '').toLowerCase();
-}
-
 /**
  * The modules the kernel would refuse under `policy` (none when not enforced): unsigned ones, and
- * ones whose signer is no trusted key. A key is matched by id when the module names the key id
- * (sign-file -k), else by the signer's name: /proc/keys shows a key's subject key identifier while
- * a module names its certificate's serial number, so two certificates of one name are not told
- * apart (the kernel's own refusal at load still ends in the rollback).
+ * ones whose signer is no trusted key (shared/kernel-signature-policy.ts isSignerTrusted: by key
+ * id, else by the signer's name).
  */
 export function findUntrustedModules(policy: SignaturePolicy, signatures: readonly ModuleSignature[]): RefusedModule[] {
   if (!policy.enforced) return [];
-  return signatures.filter((s) => !isTrusted(policy.keys, s)).map((s) => ({ module: s.module, signedBy: describeSigner(s) }));
-}
-
-function isTrusted(keys: readonly TrustedKey[], signature: ModuleSignature): boolean {
-  if (signature.signer === undefined) return false;
-  const id = signature.key === undefined ? undefined : keyIdHex(signature.key);
-  return keys.some((k) => k.id === id) || keys.some((k) => k.name === signature.signer);
+  return signatures.filter((s) => !isSignerTrusted(policy.keys, s.signer, s.key)).map((s) => ({ module: s.module, signedBy: describeSigner(s) }));
 }
 
 export function describeSigner(signature: ModuleSignature): string {
@@ -104,5 +84,10 @@ export function signatureVerdict(policy: SignaturePolicy, signatures: readonly M
 
 /** The names of the keys the kernel trusts, each once, for messages. */
 export function trustedKeyNames(policy: SignaturePolicy): string[] {
-  return [...new Set(policy.keys.map((k) => k.name))];
+  return namesOf(policy.keys);
+}
+
+/** The node's own facts the agent publishes at its start (shared/kernel-signature-policy.ts): `policy` under the running kernel `kernel`. */
+export function kernelSignaturePolicy(policy: SignaturePolicy, kernel: string): KernelSignaturePolicy {
+  return { kernel, enforcedBy: policy.enforcedBy, keys: policy.keys };
 }

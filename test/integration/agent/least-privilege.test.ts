@@ -1,11 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLoadedDriver } from '../../../shared/driver-identity.ts';
 import { driverKeys } from '../../../shared/keys.ts';
 import { parseSignatureVerdict } from '../../../shared/module-signature-verdict.ts';
+import { parseKernelSignaturePolicy } from '../../../shared/kernel-signature-policy.ts';
 import { apiErrorMessage, apiStatusCode } from '../../../shared/kube/api-error.ts';
 import { MERGE_PATCH } from '../../../shared/kube/patch-options.ts';
 import { createFakeNodes, deleteFakeNodes } from '../../bed/fake-nodes.ts';
@@ -120,6 +121,11 @@ describe('the agent with the driver service account (token bound to its pod)', (
       const verdict = await waitUntil('the module-signature verdict on the node', async () =>
         parseSignatureVerdict((await core.readNode({ name: nodeName })).metadata?.annotations?.[keys.moduleSignatures] ?? '') ?? undefined);
       expect(verdict).toMatchObject({ fingerprint: loaded?.fingerprint, kernel: installedHeadersKernel(), untrusted: [] });
+      // Handed to its writer at its start, before the build: the node's own signature facts, about
+      // the running kernel (the coordinator judges a new template's declared signer by them).
+      const facts = await waitUntil('the kernel signature policy on the node', async () =>
+        parseKernelSignaturePolicy((await core.readNode({ name: nodeName })).metadata?.annotations?.[keys.kernelSignaturePolicy] ?? '') ?? undefined);
+      expect(facts.kernel).toBe(release());
       const events = await waitUntil('the DriverLoaded Event on the node', async () => {
         const list = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${nodeName}` });
         const found = list.items.filter((e) => e.reason === 'DriverLoaded');

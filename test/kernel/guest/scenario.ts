@@ -8,6 +8,7 @@ import { DriverRolloutError } from '../../../shared/errors.ts';
 import type { LoadedModule } from '../../../shared/kmod/loaded-module.ts';
 import { readLoadedModule } from '../../../shared/kmod/read-loaded-module.ts';
 import type { DriverState } from '../../../agent/report/driver-state.ts';
+import type { NextKernelPass } from './run-next-kernel-pass.ts';
 
 /**
  * Kernel-test scenarios as data: steps the agent (reloadDriver) and a workload take, run against
@@ -43,7 +44,12 @@ export type ScenarioStep =
    * The whole agent (assembleAgent with this world's kernel), configured by `env` as in its
    * DaemonSet, for one attempt: detect, build, load, verify (run-agent-attempt.ts).
    */
-  | { readonly kind: 'agent-attempt'; readonly env: Readonly<Record<string, string>>; readonly timeoutMs: number };
+  | { readonly kind: 'agent-attempt'; readonly env: Readonly<Record<string, string>>; readonly timeoutMs: number }
+  /**
+   * One pass of the agent's next-kernel preflight, configured by `env` as in its DaemonSet: the
+   * driver for every other kernel with installed headers, judged before a reboot (run-next-kernel-pass.ts).
+   */
+  | { readonly kind: 'next-kernel-pass'; readonly env: Readonly<Record<string, string>> };
 
 export interface Scenario {
   readonly steps: readonly ScenarioStep[];
@@ -64,6 +70,8 @@ export interface StepReport {
   readonly openError?: string;
   /** For agent-attempt: the state the agent reported when its attempt ended (Loaded, NoDevice or Failed). */
   readonly agentState?: DriverState;
+  /** For next-kernel-pass: what the pass found and reported. */
+  readonly nextKernel?: NextKernelPass;
   /** /sys/module/<m> of the watched modules after the step, read by the scenario, not the agent. */
   readonly after: Readonly<Record<string, LoadedModule | null>>;
   /** Kernel log lines written during the step (module init/exit messages), in the kernel's order. */
@@ -111,7 +119,7 @@ export async function runScenario(world: ScenarioWorld, scenario: Scenario, logg
   return { steps: reports };
 }
 
-type StepOutcome = Pick<StepReport, 'result' | 'unloaded' | 'error' | 'holderPid' | 'openError' | 'agentState'>;
+type StepOutcome = Pick<StepReport, 'result' | 'unloaded' | 'error' | 'holderPid' | 'openError' | 'agentState' | 'nextKernel'>;
 
 async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger): Promise<StepOutcome> {
   switch (step.kind) {
@@ -156,6 +164,11 @@ async function runStep(world: ScenarioWorld, step: ScenarioStep, logger: Logger)
       // under emulation, and only this step needs them.
       const { runAgentAttempt } = await import('./run-agent-attempt.ts');
       return { agentState: await runAgentAttempt(world.kernel, step.env, logger, step.timeoutMs) };
+    }
+    case 'next-kernel-pass': {
+      // Imported here for the same reason as the agent's attempt.
+      const { runNextKernelPass } = await import('./run-next-kernel-pass.ts');
+      return { nextKernel: await runNextKernelPass(step.env, logger) };
     }
   }
 }

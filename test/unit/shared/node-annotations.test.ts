@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { driverFingerprint, renderLoadedDriver } from '../../../shared/driver-identity.ts';
 import { driverKeys, type DriverKeys } from '../../../shared/keys.ts';
 import { renderSignatureVerdict } from '../../../shared/module-signature-verdict.ts';
+import { renderKernelSignaturePolicy } from '../../../shared/kernel-signature-policy.ts';
 import { NODE_ANNOTATIONS, NodeAnnotationProblem, readNodeAnnotation, type NodeAnnotation } from '../../../shared/node-annotations.ts';
 
 const KEYS = driverKeys('gpu');
@@ -10,6 +11,7 @@ const NODE = 'gpu-1';
 
 const fingerprint = driverFingerprint({ version: '570.86.15', modules: ['nvidia'], loadPlan: 'nvidia', loadOptional: [], parameters: {} });
 const loaded = renderLoadedDriver({ pod: 'gpu-operator/gpu-driver-x1', fingerprint });
+const kernelPolicy = { kernel: '6.1.0-50-amd64', enforcedBy: ['Secure Boot'], keys: [{ name: 'Debian Secure Boot CA', id: '6ccece7e' }] };
 const verdict = { fingerprint, kernel: '6.1.0-50-amd64', enforcedBy: ['module.sig_enforce'], untrusted: [{ module: 'nvidia', signedBy: 'unsigned' }], trustedKeys: [] };
 
 /**
@@ -47,6 +49,13 @@ const CASES: readonly { annotation: NodeAnnotation; good: string; reads: unknown
     reads: verdict,
     bad: '{"kernel":"6.1.0-50-amd64"}',
     says: /is not the agent's module-signature verdict/,
+  },
+  {
+    annotation: 'kernelSignaturePolicy',
+    good: renderKernelSignaturePolicy(kernelPolicy),
+    reads: kernelPolicy,
+    bad: '{"kernel":"6.1.0-50-amd64","enforcedBy":[],"keys":[{"name":"no id"}]}',
+    says: /is not the agent's kernel signature policy/,
   },
   { annotation: 'restartOnly', good: 'false', reads: false, bad: 'True', says: /is not "true" or "false": "True"/ },
   { annotation: 'lastStartTime', good: '1700000007', reads: 1_700_000_007_000, bad: 'now', says: /is not unix seconds: "now"/ },

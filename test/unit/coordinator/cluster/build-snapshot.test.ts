@@ -1,6 +1,8 @@
+import type { V1NodeSystemInfo } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { buildSnapshot, freshest } from '../../../../coordinator/cluster/build-snapshot.ts';
 import { driverFingerprint, renderLoadedDriver } from '../../../../shared/driver-identity.ts';
+import { MODULE_SIGNER_ANNOTATION } from '../../../../shared/keys.ts';
 import { parseDriverRolloutSpec, type DriverRolloutPolicy } from '../../../../coordinator/policy/driver-rollout-spec.ts';
 import { aDaemonSet, aDriverPod, aNode, aPdb, aPod, aRevision, cachesOf } from './fixtures.ts';
 
@@ -65,7 +67,7 @@ describe('buildSnapshot', () => {
 
   it('takes the newest ControllerRevision (highest revision) as the DaemonSet’s current hash', () => {
     const snapshot = buildSnapshot(rollout, policy, { caches: world(), ...empty });
-    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new', templateFingerprint: null, previousRevisionHash: 'middle', newestIsRollback: false }]);
+    expect(snapshot.daemonSets).toEqual([{ namespace: 'gpu-operator', name: 'driver', updatedRevisionHash: 'new', templateFingerprint: null, templateModuleSigner: null, previousRevisionHash: 'middle', newestIsRollback: false }]);
   });
 
   it('tells a revision made newest again (kubectl rollout undo: created before one with a lower revision) from a new one', () => {
@@ -80,14 +82,16 @@ describe('buildSnapshot', () => {
     expect(undone([aRevision(driver, 1, 'v1', at(0))])).toMatchObject({ previousRevisionHash: null, newestIsRollback: false });
   });
 
-  it("reads what the newest revision's template loads, and what the agent says is loaded (restart-only path)", () => {
+  it("reads what the newest revision's template loads and who signed it, and what the agent says is loaded (restart-only path)", () => {
     const env = [{ name: 'DRIVER_VERSION', value: '570.86.15' }, { name: 'DRIVER_MODULES', value: 'nvidia' }];
     const newest = aRevision(driver, 2, 'new');
-    newest.data = { spec: { template: { spec: { containers: [{ name: 'agent', env }] } } } };
+    newest.data = { spec: { template: { metadata: { annotations: { [MODULE_SIGNER_ANNOTATION]: 'Example Corp driver signing' } }, spec: { containers: [{ name: 'agent', env }] } } } };
     const fingerprint = driverFingerprint({ version: '570.86.15', modules: ['nvidia'], loadPlan: 'generic', loadOptional: [], parameters: {} });
     const loaded = renderLoadedDriver({ pod: 'gpu-operator/driver-gpu-1', fingerprint });
+    const gpu1 = aNode('gpu-1', { annotations: { [keys.driverLoaded]: loaded } });
+    gpu1.status = { conditions: gpu1.status?.conditions ?? [], nodeInfo: { kernelVersion: '6.1.0-50-amd64' } as V1NodeSystemInfo };
     const caches = cachesOf({
-      nodes: [aNode('gpu-1', { annotations: { [keys.driverLoaded]: loaded } }), aNode('gpu-2', { annotations: { [keys.driverLoaded]: 'garbage' } })],
+      nodes: [gpu1, aNode('gpu-2', { annotations: { [keys.driverLoaded]: 'garbage' } })],
       daemonSets: [driver],
       revisions: [aRevision(driver, 1, 'old'), newest],
       pods: [aDriverPod(driver, 'gpu-1', 'old'), aDriverPod(driver, 'gpu-2', 'old')],
@@ -95,7 +99,10 @@ describe('buildSnapshot', () => {
     });
     const snapshot = buildSnapshot(rollout, policy, { caches, ...empty });
     expect(snapshot.daemonSets[0]?.templateFingerprint).toBe(fingerprint);
+    expect(snapshot.daemonSets[0]?.templateModuleSigner).toBe('Example Corp driver signing');
     expect(snapshot.nodes.map((n) => n.loadedDriver)).toEqual([{ pod: 'gpu-operator/driver-gpu-1', fingerprint, version: '570.86.15' }, null]);
+    // The running kernel as the kubelet reports it: the agent's kernel signature facts count only for it.
+    expect(snapshot.nodes.map((n) => n.kernelVersion)).toEqual(['6.1.0-50-amd64', null]);
   });
 
   it('separates the driver pods from every other pod on the node, converted to plain data', () => {

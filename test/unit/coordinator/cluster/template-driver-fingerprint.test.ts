@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { driverIdentityOf } from '../../../../agent/config/driver-identity-of.ts';
 import { envName } from '../../../../agent/config/flag-fields.ts';
 import { agentEnvironmentVariables, agentSettings, parseAgentConfig } from '../../../../agent/config/parse-agent-config.ts';
-import { revisionTemplate, templateDriverFingerprint } from '../../../../coordinator/cluster/template-driver-fingerprint.ts';
+import { revisionTemplate, templateDriverFingerprint, templateModuleSigner } from '../../../../coordinator/cluster/template-driver-fingerprint.ts';
+import { MODULE_SIGNER_ANNOTATION } from '../../../../shared/keys.ts';
 import { driverFingerprint, IDENTITY_SETTINGS } from '../../../../shared/driver-identity.ts';
 
 const MANIFEST = resolve(import.meta.dirname, '../../../../manifests/driver-daemonset.yaml');
@@ -95,5 +96,27 @@ describe('revisionTemplate', () => {
 
   it.each([undefined, { revision: 1 }, { revision: 1, data: 'x' }, { revision: 1, data: { spec: {} } }])('is undefined for %j', (revision) => {
     expect(revisionTemplate(revision)).toBeUndefined();
+  });
+});
+
+describe('templateModuleSigner', () => {
+  const annotated = (annotations: Record<string, string> | undefined): V1PodTemplateSpec => {
+    const copy = structuredClone(shipped);
+    copy.metadata = annotations === undefined ? {} : { annotations };
+    return copy;
+  };
+
+  it.each([
+    { what: "a signer's name", annotations: { [MODULE_SIGNER_ANNOTATION]: 'Example Corp driver signing' }, signer: 'Example Corp driver signing' },
+    { what: 'unsigned', annotations: { [MODULE_SIGNER_ANNOTATION]: 'unsigned' }, signer: 'unsigned' },
+    { what: 'surrounding blanks dropped', annotations: { [MODULE_SIGNER_ANNOTATION]: ' Example Corp driver signing\n' }, signer: 'Example Corp driver signing' },
+    { what: 'a blank value: not said', annotations: { [MODULE_SIGNER_ANNOTATION]: ' ' }, signer: null },
+    { what: 'no annotation: not said', annotations: undefined, signer: null },
+  ])('reads the declaration of the template: $what', ({ annotations, signer }) => {
+    expect(templateModuleSigner(annotated(annotations))).toBe(signer);
+  });
+
+  it('is not said without a template', () => {
+    expect(templateModuleSigner(undefined)).toBeNull();
   });
 });

@@ -3,10 +3,14 @@
  * a node whose agent says its kernel would refuse the newest template's driver is not started,
  * with a reason naming the key and how to enroll it; the verdict counts only for the driver
  * identity it was made for, and the check takes its documented place in the order of holds.
+ * Before any agent of the new build has run on a node, the signer the newest template declares is
+ * judged against the node's own facts (the kernel's policy and keys, published by the agent
+ * running there now): the first node of a refusing kernel is not cordoned either.
  */
 import { describe, expect, it } from 'vitest';
 import { driverFingerprint, parseLoadedDriver, renderLoadedDriver, type DriverIdentity } from '../../../../shared/driver-identity.ts';
 import { renderSignatureVerdict, type SignatureVerdict } from '../../../../shared/module-signature-verdict.ts';
+import { renderKernelSignaturePolicy, type KernelSignaturePolicy } from '../../../../shared/kernel-signature-policy.ts';
 import { DRIVER_DAEMONSET, DRIVER_NAMESPACE, KEYS, NEW_REVISION, aCluster, aNode, aPolicy, effectsOf, planAt, reasonOf, type TemplateCase } from './fixtures.ts';
 
 const OLD_DRIVER: DriverIdentity = { version: '550.127.05', modules: ['nvidia'], loadPlan: 'nvidia', loadOptional: [], parameters: {} };
@@ -104,17 +108,121 @@ const cases: readonly TemplateCase[] = [
   },
 ];
 
+/**
+ * Plans `c` with the newest template declaring `signer` (MODULE_SIGNER_ANNOTATION; null: nothing)
+ * on nodes that report running `running` (null: unknown), and checks what n1 does and says.
+ */
+function expectPlanned(c: TemplateCase, signer: string | null, running: string | null): void {
+  const cluster = aCluster([c.node, ...(c.others ?? [])]);
+  const template = c.template === undefined ? NEW : c.template;
+  // As the shell reads the node (coordinator/cluster/snapshot-of-object.ts) and its loaded-driver annotation.
+  const nodes = cluster.nodes.map((n) => ({ ...n, kernelVersion: running, loadedDriver: parseLoadedDriver(n.annotations[KEYS.driverLoaded]) }));
+  const daemonSet = { namespace: DRIVER_NAMESPACE, name: DRIVER_DAEMONSET, updatedRevisionHash: NEW_REVISION, templateFingerprint: template, templateModuleSigner: signer };
+  const plan = planAt({ ...cluster, nodes, daemonSets: [daemonSet] }, aPolicy(c.policy ?? {}));
+  expect(effectsOf(plan, 'n1')).toEqual(c.effects);
+  const reason = reasonOf(plan, 'n1');
+  expect(reason?.code).toBe(c.reason);
+  if (c.message !== undefined) expect(reason?.message).toMatch(c.message);
+  if (c.name.startsWith('it takes no slot')) expect(effectsOf(plan, 'n2')[0]).toBe('state:cordon-required');
+}
+
 describe('the Secure Boot start check in planUpgrades', () => {
   it.each(cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
-    const cluster = aCluster([c.node, ...(c.others ?? [])]);
-    const template = c.template === undefined ? NEW : c.template;
-    // As the shell reads the agent's loaded-driver annotation (coordinator/cluster/build-snapshot.ts).
-    const nodes = cluster.nodes.map((n) => ({ ...n, loadedDriver: parseLoadedDriver(n.annotations[KEYS.driverLoaded]) }));
-    const plan = planAt({ ...cluster, nodes, daemonSets: [{ namespace: DRIVER_NAMESPACE, name: DRIVER_DAEMONSET, updatedRevisionHash: NEW_REVISION, templateFingerprint: template }] }, aPolicy(c.policy ?? {}));
-    expect(effectsOf(plan, 'n1')).toEqual(c.effects);
-    const reason = reasonOf(plan, 'n1');
-    expect(reason?.code).toBe(c.reason);
-    if (c.message !== undefined) expect(reason?.message).toMatch(c.message);
-    if (c.name.startsWith('it takes no slot')) expect(effectsOf(plan, 'n2')[0]).toBe('state:cordon-required');
+    expectPlanned(c, null, null);
+  });
+});
+
+/** The node's own facts, as the agent running there now (any build) publishes them. */
+const ENFORCING: KernelSignaturePolicy = {
+  kernel: '6.1.0-50-amd64',
+  enforcedBy: ['lockdown=integrity', 'Secure Boot'],
+  keys: [
+    { name: 'Debian Secure Boot CA', id: '6ccece7e4c6c0d1f6149f3dd27dfcc5cbb419ea1' },
+    { name: 'Example Corp driver signing', id: '0a1b2c' },
+  ],
+};
+const facts = (f: KernelSignaturePolicy) => ({ [KEYS.kernelSignaturePolicy]: renderKernelSignaturePolicy(f) });
+
+interface SignerCase extends TemplateCase {
+  /** What the newest template declares (MODULE_SIGNER_ANNOTATION); default `driver-rollout signing key`; null: nothing. */
+  readonly signer?: string | null;
+  /** The kernel the node reports running (status.nodeInfo.kernelVersion); default the facts' kernel. */
+  readonly running?: string | null;
+}
+
+const signerCases: readonly SignerCase[] = [
+  {
+    name: 'the kernel enforces signatures and trusts no key of the declared signer: not started, not cordoned, the reason names the signer, where each fact comes from and how to enroll',
+    node: waiting().annotated(facts(ENFORCING)),
+    effects: [],
+    reason: 'module-signature-untrusted',
+    message: new RegExp(
+      '^not started: kernel 6\\.1\\.0-50-amd64: the kernel enforces module signatures \\(lockdown=integrity, Secure Boot\\) and would refuse the gpu driver of the newest template: ' +
+        'its modules signed by "driver-rollout signing key", a key not in its trusted keyrings; the keys it trusts: Debian Secure Boot CA, Example Corp driver signing; ' +
+        'sign the modules with an enrolled key, or enroll the signing certificate \\(mokutil --import <certificate\\.der>, then confirm it in MokManager at the next boot\\); ' +
+        'the signer as the template declares it \\(driver-rollout\\.io/module-signer\\), the kernel as the agent on the node reads it \\(driver-rollout\\.io/gpu-driver\\.kernel-signature-policy\\); ' +
+        'starts once the agent on the node reports the key trusted$',
+    ),
+  },
+  {
+    name: 'the template declares its modules unsigned: not started',
+    node: waiting().annotated(facts(ENFORCING)),
+    signer: 'unsigned',
+    effects: [],
+    reason: 'module-signature-untrusted',
+    message: /would refuse the gpu driver of the newest template: its modules unsigned; the keys it trusts: /,
+  },
+  { name: 'the declared signer is a key the kernel trusts: starts', node: waiting().annotated(facts(ENFORCING)), signer: 'Example Corp driver signing', effects: START, reason: 'waiting-for-driver-pod' },
+  { name: 'the kernel does not enforce signatures: starts, unsigned or not', node: waiting().annotated(facts({ ...ENFORCING, enforcedBy: [] })), signer: 'unsigned', effects: START, reason: 'waiting-for-driver-pod' },
+  { name: 'no facts (an agent older than them): not judged, starts as before', node: waiting(), effects: START, reason: 'waiting-for-driver-pod' },
+  { name: 'the template declares no signer: not judged, starts', node: waiting().annotated(facts(ENFORCING)), signer: null, effects: START, reason: 'waiting-for-driver-pod' },
+  {
+    name: 'facts read under another kernel than the node reports running (it rebooted since): not judged, starts',
+    node: waiting().annotated(facts(ENFORCING)),
+    running: '6.1.0-56-amd64',
+    effects: START,
+    reason: 'waiting-for-driver-pod',
+  },
+  { name: 'the node does not report its kernel: the facts are judged', node: waiting().annotated(facts(ENFORCING)), running: null, effects: [], reason: 'module-signature-untrusted' },
+  {
+    name: 'facts that do not parse hold the node, naming the annotation: never read as trusted',
+    node: waiting().annotated({ [KEYS.kernelSignaturePolicy]: '{"kernel":"6.1.0-50-amd64"}' }),
+    effects: [],
+    reason: 'module-signature-untrusted',
+    message: /^not started: node\/n1: annotation driver-rollout\.io\/gpu-driver\.kernel-signature-policy is not the agent's kernel signature policy: .*; the agent writes it again at its next start$/,
+  },
+  {
+    name: "the agent's verdict about the new build says trusted: it judged the modules themselves and wins over the declaration",
+    node: waiting().annotated({ ...facts(ENFORCING), ...verdict(TRUSTED) }),
+    effects: START,
+    reason: 'waiting-for-driver-pod',
+  },
+  {
+    name: 'a verdict about the old build (trusted) does not release the node: the declaration holds it',
+    node: waiting().annotated({ ...facts(ENFORCING), ...verdict({ ...TRUSTED, fingerprint: OLD }) }),
+    effects: [],
+    reason: 'module-signature-untrusted',
+    message: /its modules signed by "driver-rollout signing key"/,
+  },
+  {
+    name: 'restart only (the template loads the driver already loaded): nothing is loaded, so nothing is refused',
+    node: aNode('n1').inState('upgrade-done').outdated().annotated({ ...LOADED_OLD, ...facts(ENFORCING) }),
+    template: OLD,
+    effects: ['state:upgrade-required', 'state:pod-restart-required', 'deleteDriverPod:gpu-operator/gpu-driver-n1'],
+    reason: 'waiting-for-driver-pod',
+  },
+  {
+    name: 'it takes no slot: the next node, whose kernel trusts any module, starts instead',
+    node: waiting().annotated(facts(ENFORCING)),
+    policy: { maxParallelUpgrades: 1 },
+    others: [aNode('n2').inState('upgrade-required').outdated().annotated(facts({ ...ENFORCING, enforcedBy: [] }))],
+    effects: [],
+    reason: 'module-signature-untrusted',
+  },
+];
+
+describe('the Secure Boot start check before any agent of the new build ran: the declared signer against the node\'s own facts', () => {
+  it.each(signerCases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    expectPlanned(c, c.signer === undefined ? 'driver-rollout signing key' : c.signer, c.running === undefined ? ENFORCING.kernel : c.running);
   });
 });
