@@ -29,6 +29,10 @@ if (values.kubeconfig === undefined || values.selector === undefined || !(interv
 }
 const core = loadKubeConfig(values.kubeconfig).makeApiClient(CoreV1Api);
 const nodes = (await core.listNode({ labelSelector: values.selector })).items.map((n) => n.metadata?.name ?? '').filter((n) => n !== '').sort();
+if (nodes.length === 0) {
+  console.error(`no node matches ${values.selector}`);
+  process.exit(2);
+}
 
 const counts = { sent: 0, stored: 0, failed: 0, skipped: 0 };
 const lastStored: Record<string, Record<string, number>> = Object.fromEntries(CHURN_WRITERS.map((w) => [w.name, {}]));

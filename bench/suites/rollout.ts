@@ -243,7 +243,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, heartbeat: NodeHeart
   await until(`${c.nodes} KWOK nodes Ready`, 600_000, async () => {
     ready = (await core.listNode({ labelSelector: NODE_LABEL })).items.filter(isNodeReady).length;
     return ready === c.nodes;
-  }, { describe: () => `${ready} Ready` });
+  }, { intervalMs: setupPollMs(c.nodes), describe: () => `${ready} Ready` });
 
   log('creating the driver DaemonSet');
   await retryingWrite('create the driver DaemonSet', () => apps.createNamespacedDaemonSet({ namespace: NS, body: daemonSet('driver:v1') }));
@@ -251,7 +251,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, heartbeat: NodeHeart
   await until(`${c.nodes} driver pods Ready (DaemonSet controller, scheduler, KWOK)`, 900_000, async () => {
     readyPods = readyDriverPods(await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }), 'driver:v1');
     return readyPods === c.nodes;
-  }, { describe: () => `${readyPods} Ready` });
+  }, { intervalMs: setupPollMs(c.nodes), describe: () => `${readyPods} Ready` });
 
   // From here to the rollout's end: the floors are the cluster's under the same churn.
   const churn = c.labelChurnSeconds > 0 ? await startLabelChurn(plane, c.labelChurnSeconds, log) : undefined;
@@ -336,7 +336,7 @@ async function measureWithChurn(
     await until('every node upgrade-done before the change (the coordinator labels the installed nodes)', 600_000, async () => {
       before = (await core.listNode({ labelSelector: NODE_LABEL })).items;
       return before.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
-    }, { describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
+    }, { intervalMs: setupPollMs(c.nodes), describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
     // The Events of that labelling too: they must not count as the rollout's.
     await until('the coordinator\'s queued Events sent (before the change)', 300_000, async () => (await retrying('read the coordinator\'s metrics', () => eventsQueued(metricsPort))) === 0, { intervalMs: 100 });
     const connectionsBefore = new Set(sampler.seen());
@@ -472,6 +472,15 @@ async function stopLabelChurn(churn: ProgramProcess | undefined, core: CoreV1Api
     lostExamples: lost.slice(0, 5),
     firstErrors: summary.firstErrors,
   };
+}
+
+/**
+ * How often a wait before the measurement lists the whole fleet (nodes or driver pods): every
+ * second up to 1,000 nodes, then 1 ms per node; a 5,000-node list is megabytes that the API
+ * server and the bench serialize and parse on the cores the test bed needs to set up.
+ */
+function setupPollMs(nodes: number): number {
+  return Math.max(1_000, nodes);
 }
 
 function waveEnds(doneAt: readonly number[], perWave: number): number[] {
