@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_NODE_HEARTBEAT, MAX_LEASE_RENEWALS_PER_SECOND, nodeHeartbeatFor } from '../../../test/bed/node-heartbeat.ts';
+import { DEFAULT_NODE_HEARTBEAT, MAX_LEASE_RENEWALS_PER_SECOND, nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT } from '../../../test/bed/node-heartbeat.ts';
 
 /** KWOK renews a node's Lease every quarter of its duration, as a kubelet does. */
 const renewalsPerSecond = (nodes: number): number => nodes / (nodeHeartbeatFor(nodes).leaseDurationSeconds / 4);
@@ -23,5 +23,18 @@ describe('nodeHeartbeatFor', () => {
     const { leaseDurationSeconds, monitorGracePeriodSeconds } = nodeHeartbeatFor(nodes);
     expect(monitorGracePeriodSeconds / (leaseDurationSeconds / 4)).toBeGreaterThanOrEqual(5);
     expect(monitorGracePeriodSeconds / (leaseDurationSeconds / 4)).toBeLessThan(5.1);
+  });
+});
+
+describe('nodeHeartbeatFor with a longer least heartbeat (the bench\'s)', () => {
+  it('keeps the least heartbeat while its renewals stay at or under the test bed\'s rate', () => {
+    expect(nodeHeartbeatFor(200, PATIENT_NODE_HEARTBEAT)).toEqual(PATIENT_NODE_HEARTBEAT);
+    expect(nodeHeartbeatFor(5_000, PATIENT_NODE_HEARTBEAT)).toEqual(PATIENT_NODE_HEARTBEAT);
+  });
+
+  it('grows the Lease past it where the renewals would exceed the rate', () => {
+    const heartbeat = nodeHeartbeatFor(10_000, PATIENT_NODE_HEARTBEAT);
+    expect(heartbeat.leaseDurationSeconds).toBeGreaterThan(PATIENT_NODE_HEARTBEAT.leaseDurationSeconds);
+    expect(10_000 / (heartbeat.leaseDurationSeconds / 4)).toBeLessThanOrEqual(MAX_LEASE_RENEWALS_PER_SECOND);
   });
 });
