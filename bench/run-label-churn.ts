@@ -61,7 +61,10 @@ function write(writerIndex: number, node: string, generation: number): void {
   underWay.set(key, done);
 }
 
+const parent = process.ppid;
 const ticker = setInterval(() => {
+  // The bench that started it is gone (killed): nothing will stop it, so it stops itself.
+  if (process.ppid !== parent) process.exit(1);
   const now = performance.now() - started;
   CHURN_WRITERS.forEach((_, w) => {
     for (;;) {
