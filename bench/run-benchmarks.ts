@@ -16,7 +16,7 @@ import { agentFigures } from './suites/agent.ts';
 import { gateFigures } from './suites/gate.ts';
 import { memoryFigures } from './suites/memory.ts';
 import { plannerFigures } from './suites/planner.ts';
-import { measureRollout, type RolloutCase, type RolloutMeasurement } from './suites/rollout.ts';
+import { measureRollout, type LabelChurnMeasurement, type RolloutCase, type RolloutMeasurement } from './suites/rollout.ts';
 
 const SUITES = ['planner', 'rollout', 'memory', 'gate', 'agent'] as const;
 type Suite = (typeof SUITES)[number];
@@ -31,6 +31,7 @@ const { values } = parseArgs({
     nodes: { type: 'string', default: '100,200,300,1000' },
     unavailable: { type: 'string', default: '10,100' },
     reload: { type: 'string', default: '0,30' },
+    'label-churn': { type: 'string', default: '0' },
     'rollout-runs': { type: 'string', default: '1' },
     'memory-nodes': { type: 'string', default: '5000' },
     'gate-runs': { type: 'string', default: '100' },
@@ -105,9 +106,11 @@ function progress(line: string): void {
 
 async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; chart: string }> {
   const cases: RolloutCase[] = [];
-  for (const reloadSeconds of numbers(values.reload, true)) {
-    for (const nodes of numbers(values.nodes)) {
-      for (const unavailablePercent of numbers(values.unavailable)) cases.push({ nodes, unavailablePercent, reloadSeconds });
+  for (const labelChurnSeconds of numbers(values['label-churn'], true)) {
+    for (const reloadSeconds of numbers(values.reload, true)) {
+      for (const nodes of numbers(values.nodes)) {
+        for (const unavailablePercent of numbers(values.unavailable)) cases.push({ nodes, unavailablePercent, reloadSeconds, labelChurnSeconds });
+      }
     }
   }
   const figures: Figure[] = [];
@@ -139,6 +142,12 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       ...floorFigures(label, runs),
       { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
       { name: `rollout ${label}: cordon write conflicts per upgraded node (409, each re-read and retried)`, unit: 'conflicts', spread: of((m) => m.conflictsPerNode) },
+      { name: `rollout ${label}: node re-reads after a conflict per upgraded node (each followed by the write tried again)`, unit: 'retries', spread: of((m) => m.retriesPerNode) },
+      { name: `rollout ${label}: node write lists failed and planned again per upgraded node`, unit: 'lists', spread: of((m) => m.replannedPerNode) },
+      ...churnFigures(label, runs),
+      { name: `rollout ${label}: coordinator CPU time, change to last node done`, unit: 's', spread: of((m) => m.coordinatorCpuSeconds) },
+      { name: `rollout ${label}: coordinator RSS at the end`, unit: 'MB', spread: of((m) => m.coordinatorRssMb) },
+      { name: `rollout ${label}: most nodes NotReady at once (the test bed's heartbeats)`, unit: 'nodes', spread: of((m) => m.mostNotReady) },
       { name: `rollout ${label}: new connections to the API server`, unit: 'connections', spread: of((m) => m.newConnections), target: { op: '<=', value: 10 } },
       { name: `rollout ${label}: most nodes out of service at once (limit ${last.allowedOutOfService})`, unit: 'nodes', spread: of((m) => m.maxOutOfService), target: { op: '<=', value: last.allowedOutOfService } },
     );
@@ -181,6 +190,17 @@ function floorFigures(label: string, runs: readonly RolloutMeasurement[]): Figur
   ];
 }
 
+/** With label churn: whether another writer's labels all survived (target: none lost), and the churn's rate. */
+function churnFigures(label: string, runs: readonly RolloutMeasurement[]): Figure[] {
+  const churns = runs.map((m) => m.labelChurn).filter((l) => l !== undefined);
+  if (churns.length === 0 || churns.length !== runs.length) return [];
+  const of = (pick: (l: LabelChurnMeasurement) => number) => spreadOf(churns.map(pick));
+  return [
+    { name: `rollout ${label}: label churn stored (NFD- and GFD-style writers, no resourceVersion)`, unit: 'writes/s', spread: of((l) => l.storedPerSecond) },
+    { name: `rollout ${label}: the churn's labels a node no longer carries (our writes must drop none)`, unit: 'labels', spread: of((l) => l.lostLabels), target: { op: '<=', value: 0 } },
+  ];
+}
+
 /**
  * A case's note: the machine and when (a stored case stays in the table beside newer ones, see
  * withStoredCases, and the suite's machine line is the latest run's), the load, where the time
@@ -197,7 +217,8 @@ function rolloutNote(label: string, loadAtStart: number, last: RolloutMeasuremen
     `deleted → node done ${t.deleteToDoneSeconds} s (one pod replaced alone: ${last.singleReplaceSeconds} s), of which deleted → replacement Ready ${t.deleteToReadySeconds} s (the cluster) and Ready → node done ${t.readyToDoneSeconds} s (the coordinator); ${handoff}; ` +
     `API server time per coordinator write ${t.writeLatencyMs.median} ms (p90 ${t.writeLatencyMs.p90} ms); ${t.passes} reconcile passes, mean ${t.meanPassMs} ms; ` +
     `coordinator requests per node ${JSON.stringify(last.requestsPerNodeByResource)}; ` +
-    `by verb ${JSON.stringify(last.requestsPerNode)}; cordon write conflicts per node ${last.conflictsPerNode}; Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
+    `by verb ${JSON.stringify(last.requestsPerNode)}; cordon write conflicts per node ${last.conflictsPerNode}, node re-reads (retries) per node ${last.retriesPerNode}, write lists planned again per node ${last.replannedPerNode}; ${churnNote(last.labelChurn)}` +
+    `coordinator CPU ${last.coordinatorCpuSeconds} s over the ${last.wallSeconds} s rollout; most nodes NotReady at once ${last.mostNotReady} (KWOK Lease ${last.heartbeat.leaseDurationSeconds} s, renewed every quarter; node-monitor-grace-period ${last.heartbeat.monitorGracePeriodSeconds} s); Events per node ${last.eventsPerNode}, the last sent ${last.eventsSentAfterSeconds} s after the last node was done; ` +
     `every client's requests during the rollout (apiserver_request_total) ${JSON.stringify(last.clusterRequests)}; ` +
     `connections at once (peak) ${last.peakConnections}; coordinator RSS ${last.coordinatorRssMb} MB; pod replace samples ${last.singleReplaceSamples.join(', ')} s; wave replaced at once (no coordinator) ${floor}; ` +
     `wave ends ${last.doneTimesSeconds.join(', ')} s`
@@ -220,14 +241,23 @@ async function withStoredCases(result: { figures: Figure[]; notes: string[]; cha
   };
 }
 
+function churnNote(churn: LabelChurnMeasurement | undefined): string {
+  if (churn === undefined) return '';
+  return (
+    `label churn: each node rewritten by each writer every ${churn.intervalSeconds} s, ${churn.stored} writes stored over ${churn.seconds} s (${churn.storedPerSecond}/s), ` +
+    `${churn.failed} failed, ${churn.skipped} skipped (previous write under way), ${churn.lostLabels} labels lost${churn.lostExamples.length === 0 ? '' : ` (${churn.lostExamples.join(', ')})`}` +
+    `${churn.firstErrors.length === 0 ? '' : `, first errors: ${churn.firstErrors.join('; ')}`}; `
+  );
+}
+
 function caseLabel(c: RolloutCase): string {
-  return `${c.nodes} nodes, ${c.unavailablePercent}%, reload ${c.reloadSeconds} s`;
+  return `${c.nodes} nodes, ${c.unavailablePercent}%, reload ${c.reloadSeconds} s${c.labelChurnSeconds > 0 ? `, label churn every ${c.labelChurnSeconds} s` : ''}`;
 }
 
 function dedupe(cases: readonly RolloutCase[]): RolloutCase[] {
   const seen = new Set<string>();
   return cases.filter((c) => {
-    const key = `${c.nodes}/${c.unavailablePercent}/${c.reloadSeconds}`;
+    const key = `${c.nodes}/${c.unavailablePercent}/${c.reloadSeconds}/${c.labelChurnSeconds}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;

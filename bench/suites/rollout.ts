@@ -15,13 +15,18 @@
  * coordinator's API requests per upgraded node by verb (audit log) and the cluster's
  * apiserver_request_total by verb during the rollout; new TCP connections from the coordinator
  * to the API server during the rollout; the most nodes out of service at once (must never
- * exceed maxUnavailable).
+ * exceed maxUnavailable); the coordinator's CPU time and RSS; the most nodes NotReady at once (a
+ * test bed whose heartbeats fall behind shows here). With label churn (`labelChurnSeconds`), a
+ * separate process (bench/run-label-churn.ts) rewrites NFD- and GFD-style labels of every node
+ * from before the floors are sampled until the rollout ends: the coordinator's 409s, its node
+ * re-reads and retries, and whether every label the churn stored is still on its node.
  */
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COORDINATOR_ALLOCATOR_ENV } from '../../coordinator/allocator-env.ts';
+import { ACTION_FAILED_MESSAGE } from '../../coordinator/execute/execute-plan.ts';
 import { UPGRADING_STATES } from '../../coordinator/plan/pool-capacity.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../../coordinator/policy/driver-rollout-spec.ts';
 import { driverKeys, KWOK_NODE_ANNOTATION } from '../../shared/keys.ts';
@@ -34,9 +39,11 @@ import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { freePort } from '../../test/bed/free-port.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
 import { keepWatching } from '../../test/bed/keep-watching.ts';
+import { nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT, type NodeHeartbeat } from '../../test/bed/node-heartbeat.ts';
 import { startProgram, type ProgramProcess } from '../../test/bed/program-process.ts';
 import { installCrd } from '../../test/integration/coordinator/harness.ts';
 import { readApiServerMetrics } from '../lib/api-server-metrics.ts';
+import { lostChurnLabels } from '../lib/label-churn.ts';
 import { round } from '../lib/machine.ts';
 import { parseAuditLines, summarizeRolloutAudit } from '../lib/rollout-audit.ts';
 import { quantile } from '../lib/stats.ts';
@@ -62,6 +69,28 @@ export interface RolloutCase {
   readonly unavailablePercent: number;
   /** KWOK's delay before a new driver pod runs and turns Ready (the driver reload). */
   readonly reloadSeconds: number;
+  /**
+   * Seconds between two rewrites of one node's labels by each of the two churn writers (NFD- and
+   * GFD-style, bench/lib/label-churn.ts), the writers half an interval apart; 0: no churn.
+   */
+  readonly labelChurnSeconds: number;
+}
+
+/** What the label churn did during a case, and what of it the nodes still carry at the end. */
+export interface LabelChurnMeasurement {
+  readonly intervalSeconds: number;
+  readonly seconds: number;
+  /** Writes sent, stored (2xx), failed, and skipped (the writer's previous write of that node still under way). */
+  readonly sent: number;
+  readonly stored: number;
+  readonly failed: number;
+  readonly skipped: number;
+  /** Stored writes per second over the churn's run. */
+  readonly storedPerSecond: number;
+  /** Labels whose last stored value a node no longer carries (`writer/node/key`): must be none. */
+  readonly lostLabels: number;
+  readonly lostExamples: readonly string[];
+  readonly firstErrors: readonly string[];
 }
 
 export interface RolloutMeasurement {
@@ -108,6 +137,21 @@ export interface RolloutMeasurement {
    * more patch, counted in writesPerNode and requestsPerNode too.
    */
   readonly conflictsPerNode: number;
+  /**
+   * Node reads by the coordinator during the rollout per upgraded node (audit: `get nodes`): a
+   * node is read only after a 409, and its write is tried again on what was read.
+   */
+  readonly retriesPerNode: number;
+  /** Node write lists that failed and were planned afresh by a later pass (a 409 on every try, or another error), per upgraded node. */
+  readonly replannedPerNode: number;
+  /** The coordinator's CPU time (user + system, its process_cpu_seconds_total) from the change to the last node done. */
+  readonly coordinatorCpuSeconds: number;
+  /** The most nodes NotReady at once during the rollout, as the bench's node watch saw them. */
+  readonly mostNotReady: number;
+  /** The test bed's node heartbeat for this case (test/bed/node-heartbeat.ts). */
+  readonly heartbeat: NodeHeartbeat;
+  /** Undefined without label churn. */
+  readonly labelChurn: LabelChurnMeasurement | undefined;
   /** Every client's requests during the rollout (apiserver_request_total), by verb. */
   readonly clusterRequests: Readonly<Record<string, number>>;
   readonly newConnections: number;
@@ -159,14 +203,17 @@ export async function measureRollout(c: RolloutCase, log: (line: string) => void
   const auditPolicy = `${base}-audit-policy.yaml`;
   const auditLog = `${base}-audit.log`;
   await writeFile(auditPolicy, auditPolicyYaml(`system:serviceaccount:${NS}:${SA}`));
+  // A NotReady node voids the figures: the bench's nodes outlast a busy machine's stalls.
+  const heartbeat = nodeHeartbeatFor(c.nodes, PATIENT_NODE_HEARTBEAT);
   const plane = await startControlPlane({
     profile: 'full',
     controllerQps: 2_000,
     podStartDelayMs: c.reloadSeconds * 1000,
+    nodeHeartbeat: heartbeat,
     apiServerArgs: [`--audit-policy-file=${auditPolicy}`, `--audit-log-path=${auditLog}`, '--audit-log-format=json', '--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'],
   });
   try {
-    return await runCase(plane, c, auditLog, log);
+    return await runCase(plane, c, heartbeat, auditLog, log);
   } finally {
     await plane.stop();
     await rm(auditPolicy, { force: true });
@@ -174,7 +221,7 @@ export async function measureRollout(c: RolloutCase, log: (line: string) => void
   }
 }
 
-async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, log: (line: string) => void): Promise<RolloutMeasurement> {
+async function runCase(plane: ControlPlane, c: RolloutCase, heartbeat: NodeHeartbeat, auditLog: string, log: (line: string) => void): Promise<RolloutMeasurement> {
   // One keep-alive pool, as the coordinator and any sound controller has: the single and floor
   // figures must not include a TLS handshake per request (client-node's default).
   const kc = shareApiConnections(plane.kubeConfig());
@@ -197,7 +244,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   await until(`${c.nodes} KWOK nodes Ready`, 600_000, async () => {
     ready = (await core.listNode({ labelSelector: NODE_LABEL })).items.filter(isNodeReady).length;
     return ready === c.nodes;
-  }, { describe: () => `${ready} Ready` });
+  }, { intervalMs: setupPollMs(c.nodes), describe: () => `${ready} Ready` });
 
   log('creating the driver DaemonSet');
   await retryingWrite('create the driver DaemonSet', () => apps.createNamespacedDaemonSet({ namespace: NS, body: daemonSet('driver:v1') }));
@@ -205,8 +252,30 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
   await until(`${c.nodes} driver pods Ready (DaemonSet controller, scheduler, KWOK)`, 900_000, async () => {
     readyPods = readyDriverPods(await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }), 'driver:v1');
     return readyPods === c.nodes;
-  }, { describe: () => `${readyPods} Ready` });
+  }, { intervalMs: setupPollMs(c.nodes), describe: () => `${readyPods} Ready` });
 
+  // From here to the rollout's end: the floors are the cluster's under the same churn.
+  const churn = c.labelChurnSeconds > 0 ? await startLabelChurn(plane, c.labelChurnSeconds, log) : undefined;
+  try {
+    return await measureWithChurn(plane, kc, c, names, heartbeat, coordinatorKubeconfig, auditLog, churn, log);
+  } finally {
+    churn?.signal('SIGKILL');
+  }
+}
+
+async function measureWithChurn(
+  plane: ControlPlane,
+  kc: KubeConfig,
+  c: RolloutCase,
+  names: readonly string[],
+  heartbeat: NodeHeartbeat,
+  coordinatorKubeconfig: string,
+  auditLog: string,
+  churn: ProgramProcess | undefined,
+  log: (line: string) => void,
+): Promise<RolloutMeasurement> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
   const samples: number[] = [];
   for (const node of names.slice(0, SINGLE_SAMPLES)) samples.push(await replaceOnePod(core, node));
   const single = quantile([...samples].sort((a, b) => a - b), 0.5);
@@ -268,7 +337,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     await until('every node upgrade-done before the change (the coordinator labels the installed nodes)', 600_000, async () => {
       before = (await core.listNode({ labelSelector: NODE_LABEL })).items;
       return before.every((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-done');
-    }, { describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
+    }, { intervalMs: setupPollMs(c.nodes), describe: () => stateCounts(before), stopIf: () => exitedWith(coordinator) });
     // The Events of that labelling too: they must not count as the rollout's.
     await until('the coordinator\'s queued Events sent (before the change)', 300_000, async () => (await retrying('read the coordinator\'s metrics', () => eventsQueued(metricsPort))) === 0, { intervalMs: 100 });
     const connectionsBefore = new Set(sampler.seen());
@@ -276,6 +345,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     const auditOffset = (await stat(auditLog)).size;
     const passesBefore = await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort));
     const conflictsBefore = await retrying('read the coordinator\'s metrics', () => writeConflicts(metricsPort));
+    const cpuBefore = await retrying('read the coordinator\'s metrics', () => cpuSeconds(metricsPort));
     const driverPods = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
     const podNodes = new Map(driverPods.items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
     const progress = watchProgress(kc);
@@ -286,6 +356,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     log(`changing the driver template (${c.nodes} nodes, maxUnavailable ${c.unavailablePercent}% = ${allowed}, reload ${c.reloadSeconds} s)`);
     const t0 = performance.now();
     const changedAtMs = Date.now();
+    const linesBefore = coordinator.lines.length;
     await retryingWrite('change the driver template', () => apps.patchNamespacedDaemonSet({ name: 'driver', namespace: NS, body: { spec: { template: { spec: { containers: [{ name: 'driver', image: 'driver:v2' }] } } } } }, MERGE_PATCH));
     // Only hangs are caught: the whole rollout may take 4× its ideal plus 60 s a wave (a loaded
     // machine), and no node may be left without progress for 5 minutes plus 2 reloads.
@@ -296,8 +367,11 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       describe: () => `${progress.doneCount()}/${c.nodes} done; not done: ${progress.describeNotDone()}`,
       stopIf: () => exitedWith(coordinator) ?? progress.failed() ?? progress.stalledFor(300_000 + 2_000 * c.reloadSeconds),
     });
+    const cpuAtDone = await retrying('read the coordinator\'s metrics', () => cpuSeconds(metricsPort));
     const doneAt = progress.doneTimes().map((t) => (t - t0) / 1000).sort((a, b) => a - b);
     const wall = doneAt.at(-1) ?? Number.NaN;
+    const replanned = coordinator.lines.slice(linesBefore).filter((l) => l.msg === ACTION_FAILED_MESSAGE).length;
+    const labelChurn = await stopLabelChurn(churn, core);
     // Events go out behind the writes (EventQueue): they are the rollout's too, so the audit log is
     // read once the last of them is sent.
     await until('the coordinator\'s queued Events sent', 300_000, async () => (await retrying('read the coordinator\'s metrics', () => eventsQueued(metricsPort))) === 0, { intervalMs: 100 });
@@ -338,6 +412,12 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
       writesPerNode: round(writes / c.nodes, 2),
       eventsPerNode: round((requests['create:events'] ?? 0) / c.nodes, 2),
       conflictsPerNode: round(conflicts / c.nodes, 3),
+      retriesPerNode: round((audit.byVerbAndResource['get nodes'] ?? 0) / c.nodes, 3),
+      replannedPerNode: round(replanned / c.nodes, 3),
+      coordinatorCpuSeconds: round(cpuAtDone - cpuBefore, 2),
+      mostNotReady: progress.mostNotReady(),
+      heartbeat,
+      labelChurn,
       clusterRequests: diff(metricsAfter, metricsBefore),
       newConnections: opened,
       peakConnections: sampler.peak(),
@@ -362,6 +442,46 @@ async function runCase(plane: ControlPlane, c: RolloutCase, auditLog: string, lo
     coordinator.signal(profile.stop);
     await coordinator.exited;
   }
+}
+
+/** The label churn (bench/run-label-churn.ts) over the bench's nodes, once it writes. */
+async function startLabelChurn(plane: ControlPlane, intervalSeconds: number, log: (line: string) => void): Promise<ProgramProcess> {
+  const churn = startProgram('bench/run-label-churn.ts', { env: {}, args: ['--kubeconfig', plane.kubeconfigPath, '--selector', NODE_LABEL, '--interval-seconds', String(intervalSeconds)] });
+  const started = await churn.logLine((l) => l.msg === 'label churn started', 120_000);
+  log(`label churn: ${String(started.nodes)} nodes, each writer (${String(started.writers)}) every ${String(intervalSeconds)} s per node`);
+  return churn;
+}
+
+/** Stops the churn, once its writes under way end, and reads which of its stored labels the nodes no longer carry; undefined without churn. */
+async function stopLabelChurn(churn: ProgramProcess | undefined, core: CoreV1Api): Promise<LabelChurnMeasurement | undefined> {
+  if (churn === undefined) return undefined;
+  churn.signal('SIGTERM');
+  const summary = await churn.logLine((l) => l.msg === 'label churn stopped', 120_000) as unknown as {
+    intervalSeconds: number; seconds: number; sent: number; stored: number; failed: number; skipped: number; firstErrors: string[]; lastStored: Record<string, Record<string, number>>;
+  };
+  const nodes = await retrying('list the nodes', () => core.listNode({ labelSelector: NODE_LABEL }));
+  const lost = lostChurnLabels(new Map(nodes.items.map((n): [string, Record<string, string>] => [n.metadata?.name ?? '', n.metadata?.labels ?? {}])), summary.lastStored);
+  return {
+    intervalSeconds: summary.intervalSeconds,
+    seconds: round(summary.seconds, 1),
+    sent: summary.sent,
+    stored: summary.stored,
+    failed: summary.failed,
+    skipped: summary.skipped,
+    storedPerSecond: round(summary.stored / summary.seconds, 1),
+    lostLabels: lost.length,
+    lostExamples: lost.slice(0, 5),
+    firstErrors: summary.firstErrors,
+  };
+}
+
+/**
+ * How often a wait before the measurement lists the whole fleet (nodes or driver pods): every
+ * second up to 1,000 nodes, then 1 ms per node; a 5,000-node list is megabytes that the API
+ * server and the bench serialize and parse on the cores the test bed needs to set up.
+ */
+function setupPollMs(nodes: number): number {
+  return Math.max(1_000, nodes);
 }
 
 function waveEnds(doneAt: readonly number[], perWave: number): number[] {
@@ -523,6 +643,8 @@ interface Progress {
   doneCount(): number;
   doneTimes(): number[];
   maxOutOfService(): number;
+  /** The most nodes NotReady at once (Ready not True). */
+  mostNotReady(): number;
   /** The nodes not yet done, by state (a few names each), for a timeout's message. */
   describeNotDone(): string;
   /**
@@ -531,7 +653,7 @@ interface Progress {
    * measurement, and waiting for the others would only end at the stall bound minutes later.
    */
   failed(): string | undefined;
-  /** A message once no node has changed for `ms`, else undefined. */
+  /** A message once no node's upgrade (state, cordon, reason, readiness) has changed for `ms`, else undefined; other writers' labels are no progress. */
   stalledFor(ms: number): string | undefined;
   stop(): void;
 }
@@ -546,24 +668,26 @@ function watchProgress(kc: KubeConfig): Progress {
   const left = new Set<string>();
   const done = new Map<string, number>();
   let maxOut = 0;
+  let maxNotReady = 0;
   let lastChange = performance.now();
   const stop = keepWatching(kc, '/api/v1/nodes', { labelSelector: NODE_LABEL }, (type, node) => {
     const name = node.metadata?.name ?? '';
     if (type === 'DELETED') return;
-    lastChange = performance.now();
+    if (upgradeView(latest.get(name)) !== upgradeView(node)) lastChange = performance.now();
     latest.set(name, node);
     const state = node.metadata?.labels?.[KEYS.upgradeState] ?? 'unknown';
     if (state !== 'upgrade-done') left.add(name);
     else if (left.has(name) && node.spec?.unschedulable !== true && !done.has(name)) done.set(name, performance.now());
-    let out = 0;
-    for (const n of latest.values()) if (n.spec?.unschedulable === true || (UPGRADING_STATES as ReadonlySet<string>).has(n.metadata?.labels?.[KEYS.upgradeState] ?? '')) out += 1;
+    const { out, notReady } = countOutAndNotReady(latest.values());
     maxOut = Math.max(maxOut, out);
+    maxNotReady = Math.max(maxNotReady, notReady);
   });
   return {
     seen: () => latest.size,
     doneCount: () => done.size,
     doneTimes: () => [...done.values()],
     maxOutOfService: () => maxOut,
+    mostNotReady: () => maxNotReady,
     describeNotDone: () => stateCounts([...latest.values()].filter((n) => !done.has(n.metadata?.name ?? ''))),
     failed: () => {
       const failed = [...latest.values()].filter((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-failed');
@@ -575,6 +699,22 @@ function watchProgress(kc: KubeConfig): Progress {
     },
     stop,
   };
+}
+
+/** Nodes out of service (cordoned or in an upgrading state) and nodes NotReady. */
+function countOutAndNotReady(nodes: Iterable<V1Node>): { out: number; notReady: number } {
+  let out = 0;
+  let notReady = 0;
+  for (const n of nodes) {
+    if (n.spec?.unschedulable === true || (UPGRADING_STATES as ReadonlySet<string>).has(n.metadata?.labels?.[KEYS.upgradeState] ?? '')) out += 1;
+    if (!isNodeReady(n)) notReady += 1;
+  }
+  return { out, notReady };
+}
+
+/** What of a node tells its upgrade's progress: a change elsewhere (the label churn) is none. */
+function upgradeView(n: V1Node | undefined): string {
+  return `${n?.metadata?.labels?.[KEYS.upgradeState] ?? ''}|${String(n?.spec?.unschedulable === true)}|${n?.metadata?.annotations?.[KEYS.upgradeReason] ?? ''}|${String(n !== undefined && isNodeReady(n))}`;
 }
 
 /** Nodes by upgrade state, with up to 3 names (and cordon, reason) each: what a stuck wait shows. */
@@ -657,6 +797,12 @@ async function reconcilePasses(port: number): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const value = (suffix: string): number => Number(new RegExp(`^driver_rollout_reconcile_duration_seconds_${suffix}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   return { count: value('count'), sum: value('sum') };
+}
+
+/** The coordinator's CPU time so far, user and system (prom-client's process_cpu_seconds_total). */
+async function cpuSeconds(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
 }
 
 /** The coordinator's cordon writes refused with 409 so far, over every driver. */

@@ -177,6 +177,9 @@ function hasSamePods(check: RequireSamePodsAction, hooks: ExecuteHooks): boolean
   return now.every((uid) => planned.has(uid));
 }
 
+/** What the coordinator logs (warn) for each action list that failed and is planned afresh by a later pass. */
+export const ACTION_FAILED_MESSAGE = 'action failed; re-planning';
+
 /** One patch or one other action, bounded by the request timeout; a failure as data. */
 async function runGroup(node: string, group: ActionGroup, hooks: ExecuteHooks): Promise<ActionFailure | undefined> {
   const kind: NodeAction['kind'] = isPatch(group) ? (group[0]?.kind ?? 'setState') : group.kind;
@@ -186,7 +189,7 @@ async function runGroup(node: string, group: ActionGroup, hooks: ExecuteHooks): 
     else await withTimeout(executeAction(group, hooks), timeoutMs, `${group.kind} on node ${node}`);
     return undefined;
   } catch (error) {
-    hooks.logger.warn({ node, action: kind, err: toError(error) }, 'action failed; re-planning');
+    hooks.logger.warn({ node, action: kind, err: toError(error) }, ACTION_FAILED_MESSAGE);
     return { node, action: kind, message: apiErrorMessage(error) };
   }
 }

@@ -8,3 +8,6 @@ export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergeP
 
 /** Request options for a strategic merge patch (lists merged by key, e.g. pod conditions). */
 export const STRATEGIC_MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+
+/** Request options for a JSON Patch (RFC 6902), as nfd-master writes node labels (the bench's label churn). */
+export const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);

@@ -8,6 +8,7 @@ import { ensureBinaries } from './ensure-binaries.ts';
 import { createFakeNodes, type FakeNodeSpec } from './fake-nodes.ts';
 import { freePort } from './free-port.ts';
 import { generatePki, type Pki } from './generate-pki.ts';
+import { DEFAULT_NODE_HEARTBEAT, type NodeHeartbeat } from './node-heartbeat.ts';
 import { startRealNode, type RealNode } from './real-node/start-real-node.ts';
 import { reapStaleRuns, WORK_DIR_PREFIX } from './reap-stale-runs.ts';
 import { logTail, startSupervised, type SupervisedProcess } from './supervised-process.ts';
@@ -51,6 +52,11 @@ export interface StartOptions {
   readonly podStartDelayMs?: number;
   /** More kube-apiserver flags (e.g. an audit policy for benchmarks). */
   readonly apiServerArgs?: readonly string[];
+  /**
+   * `full` only: KWOK's node Lease duration and the node lifecycle controller's grace period
+   * (default DEFAULT_NODE_HEARTBEAT; nodeHeartbeatFor(nodes) for thousands of nodes on a small machine).
+   */
+  readonly nodeHeartbeat?: NodeHeartbeat;
 }
 
 const SERVICE_CIDR = '10.96.0.0/16';
@@ -118,6 +124,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
 
     if (options.profile !== 'api') {
       const qps = String(options.controllerQps ?? 200);
+      const heartbeat = options.nodeHeartbeat ?? DEFAULT_NODE_HEARTBEAT;
       processes.push(
         startSupervised(workDir, 'kube-controller-manager', join(binDir, 'kube-controller-manager'), [
           `--kubeconfig=${kubeconfigPath}`,
@@ -132,6 +139,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
           `--kube-api-qps=${qps}`,
           `--kube-api-burst=${String(Number(qps) * 2)}`,
           '--concurrent-daemonset-syncs=5',
+          `--node-monitor-grace-period=${String(heartbeat.monitorGracePeriodSeconds)}s`,
           '--v=0',
         ]),
         startSupervised(workDir, 'kube-scheduler', join(binDir, 'kube-scheduler'), [
@@ -150,7 +158,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
           '--manage-all-nodes=false',
           '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
           '--cidr=10.128.0.0/9',
-          '--node-lease-duration-seconds=40',
+          `--node-lease-duration-seconds=${String(heartbeat.leaseDurationSeconds)}`,
           `--server-address=127.0.0.1:${await freePort()}`,
           ...(await kwokStageFiles(binDir, workDir, options.podStartDelayMs ?? 0)).map((f) => `--config=${f}`),
         ]),
