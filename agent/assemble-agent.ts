@@ -29,6 +29,7 @@ import { runAgent } from './run-agent.ts';
 import { hostBlacklistFile, removeHostBlacklist } from './kernel/host-blacklist.ts';
 import { isDriverUninstalled } from './is-driver-uninstalled.ts';
 import { NO_SIMULATED_KERNEL } from './no-simulated-kernel.ts';
+import { createDriverRoot, type DriverRoot } from './root/driver-root.ts';
 
 /**
  * Builds the kernel adapter for `--kernel simulated`. Production has none: the simulated kernel
@@ -103,7 +104,8 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     retryDelayMs: (attempt) => backoffDelay(attempt, REPORT_BACKOFF, Math.random),
     onError: (error, attempt) => { log.warn({ attempt, status: apiStatusCode(error), why: apiErrorMessage(error) }, 'cannot write the module-signature verdict; retrying'); },
   });
-  const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => { verdictWriter.set(verdict); });
+  const root = driverRootOf(config, log);
+  const steps = createAgentSteps(config, kernel, hostInfo, log, { root, publishVerdict: (verdict) => { verdictWriter.set(verdict); } });
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
     statusServer,
@@ -126,7 +128,10 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
             stopFlushMs: STOP_FLUSH_MS,
             random: Math.random,
             preflight,
-            onStop: config.hostBlacklistDir === undefined ? undefined : releaseHostBlacklist(config, config.hostBlacklistDir, core, kubeConfig.makeApiClient(AppsV1Api), log),
+            onStop:
+              config.hostBlacklistDir === undefined && root === undefined
+                ? undefined
+                : releaseOnUninstall(config, root, core, kubeConfig.makeApiClient(AppsV1Api), log),
           },
           signal,
         );
@@ -139,13 +144,36 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   };
 }
 
-/** On stop: the host blacklist file goes when the driver is uninstalled, and stays on a restart. */
-function releaseHostBlacklist(config: AgentConfig, dir: string, core: CoreV1Api, apps: AppsV1Api, log: Logger) {
+/**
+ * On stop: what the driver leaves on the host (its blacklist file, its published root) goes when
+ * the driver is uninstalled, and stays on a restart.
+ */
+function releaseOnUninstall(config: AgentConfig, root: DriverRoot | undefined, core: CoreV1Api, apps: AppsV1Api, log: Logger) {
   return async () => {
     if (!(await isDriverUninstalled(core, apps, { name: config.podName, namespace: config.podNamespace }))) return;
-    await removeHostBlacklist(dir, config.driver);
-    log.info({ file: hostBlacklistFile(dir, config.driver) }, 'driver uninstalled: removed its host blacklist file');
+    if (config.hostBlacklistDir !== undefined) {
+      await removeHostBlacklist(config.hostBlacklistDir, config.driver);
+      log.info({ file: hostBlacklistFile(config.hostBlacklistDir, config.driver) }, 'driver uninstalled: removed its host blacklist file');
+    }
+    if (root !== undefined) {
+      await root.release();
+      log.info({ path: config.driverRootPath }, 'driver uninstalled: unpublished its driver root');
+    }
   };
+}
+
+/** The driver root of the image, when it has one (DRIVER_ROOT_DIR); its copies live beside the module cache. */
+function driverRootOf(config: AgentConfig, log: Logger): DriverRoot | undefined {
+  if (config.driverRootDir === undefined) return undefined;
+  return createDriverRoot({
+    imageDir: config.driverRootDir,
+    path: config.driverRootPath,
+    storeDir: join(config.cacheDir, 'driver-root', config.driver),
+    readyMarker: config.driverReadyMarker,
+    check: config.driverRootCheck,
+    sysModuleDir: join(config.sysfsRoot, 'module'),
+    log: log.child({ task: 'driver-root' }),
+  });
 }
 
 /** The next-kernel preflight over the agent's own build, a label writer and an Event recorder of its own. */
