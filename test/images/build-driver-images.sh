@@ -16,7 +16,7 @@ source "$here/buildah-env.sh"
 agent_out=$(bash "$here/build-images.sh" | tail -1)
 hash=$( { basename "$agent_out"; cd "$repo" && find drivers scripts/ensure-vendor-packages.sh "$here/build-driver-images.sh" -type f | LC_ALL=C sort | xargs sha256sum; } | sha256sum | cut -c1-16)
 out="$images_cache/drivers/$hash"
-if [ -f "$out/.complete" ]; then log "warm driver images: $out"; echo "$out"; exit 0; fi
+if [ -f "$out/.complete" ]; then touch "$out/.complete"; log "warm driver images: $out"; echo "$out"; exit 0; fi
 mkdir -p "$out"
 exec 9>"$out/.lock"
 flock 9
@@ -29,7 +29,10 @@ node=$repo/node_modules/.bin/node
 (cd "$repo" && "$node" drivers/build-driver-images.ts --agent-image "docker-archive:$agent_out/agent.tar" --archive-dir "$out") \
   | while read -r flavour reference archive; do printf '%s=%s %s\n' "$flavour" "$reference" "$archive"; done > "$out/images.env"
 touch "$out/.complete"
-# Keep this build and the one before it (each flavour's archive carries the agent image too).
-for old in $(ls -1td "$images_cache"/drivers/*/.complete 2>/dev/null | tail -n +3); do rm -rf "$(dirname "$old")"; done
+# Keep this build and the one before it (each flavour's archive carries the agent image too);
+# older ones go once no run has used them for 3 hours (a warm hit touches .complete).
+for old in $(ls -1td "$images_cache"/drivers/*/.complete 2>/dev/null | tail -n +3); do
+  [ -n "$(find "$old" -mmin +180)" ] && rm -rf "$(dirname "$old")"
+done
 log "driver images built in $((SECONDS - started)) s: $out"
 echo "$out"

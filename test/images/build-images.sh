@@ -26,7 +26,7 @@ inputs_hash() {
 }
 hash=$(inputs_hash)
 out="$images_cache/out/$hash"
-if [ -f "$out/.complete" ]; then log "warm images: $out"; echo "$out"; exit 0; fi
+if [ -f "$out/.complete" ]; then touch "$out/.complete"; log "warm images: $out"; echo "$out"; exit 0; fi
 mkdir -p "$out"
 exec 9>"$out/.lock"
 flock 9
@@ -65,8 +65,11 @@ rm -f "$out/pause"
 printf 'agent=docker.io/driver-rollout/agent:%s\ninit=docker.io/driver-rollout/init-container:%s\npause=driver-rollout.test/pause:%s\n' \
   "$version" "$version" "$pause_version" > "$out/images.env"
 touch "$out/.complete"
-# Keep this build and the one before it; older tarballs (1.1 GB each) go.
-for old in $(ls -1td "$images_cache"/out/*/.complete 2>/dev/null | tail -n +3); do rm -rf "$(dirname "$old")"; done
+# Keep this build and the one before it; older tarballs (1.1 GB each) go once no run has used
+# them for 3 hours (a warm hit touches .complete): runs of other trees may still be reading them.
+for old in $(ls -1td "$images_cache"/out/*/.complete 2>/dev/null | tail -n +3); do
+  [ -n "$(find "$old" -mmin +180)" ] && rm -rf "$(dirname "$old")"
+done
 find "$images_cache/out" -mindepth 1 -maxdepth 1 -type d -mmin +120 ! -exec test -e '{}/.complete' \; -exec rm -rf {} + 2>/dev/null || true
 # Dangling images are also buildah's --layers cache (the deps stages' npm ci, the agent's apt layer):
 # pruning them after every build made each source change run npm ci and apt again (~100 s). Prune
