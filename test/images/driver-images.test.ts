@@ -180,7 +180,9 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
             await new Promise((resolve) => server.listen(persistenced.runDir.path + '/socket', resolve));
             const answer = await new Promise((resolve, reject) => {
               let text = '';
-              const c = net.connect(copy + persistenced.runDir.inRoot + '/socket');
+              // Relative to the copy: its absolute path is longer than a socket address may be (108 bytes).
+              process.chdir(copy);
+              const c = net.connect('.' + persistenced.runDir.inRoot + '/socket');
               c.on('data', (d) => { text += d; });
               c.on('end', () => resolve(text));
               c.on('error', reject);
