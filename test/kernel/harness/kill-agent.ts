@@ -64,14 +64,15 @@ export async function runAgentUntilKilled(guest: Guest, env: Record<string, stri
   if (started.exitCode !== 0) throw new KernelTestBedError(`the killable agent did not start: ${started.stderr}`, { exitCode: started.exitCode });
   const pid = Number.parseInt(started.stdout.trim(), 10);
   if (kill.kind !== 'when-exists') {
-    let paused: number | undefined;
+    const pids = new Set([pid]);
     try {
       await waitFor(files.markerFile, files.logFile, files.resultFile, options.timeoutMs);
-      paused = (JSON.parse(await readFile(files.markerFile, 'utf8')) as { pid?: number }).pid;
+      // The pid the marker's writer names, and the agent's (a pausing command waits in a process of its own: it goes too).
+      const marker = JSON.parse(await readFile(files.markerFile, 'utf8')) as { pid?: number; agent?: number };
+      for (const other of [marker.pid, marker.agent]) if (other !== undefined) pids.add(other);
     } finally {
       // Also when it never got there: a live agent would hold the node's lock for the next case.
-      // A pausing command waits in a process of its own: it goes too.
-      await guest.run(`kill -9 ${pid} ${paused !== undefined && paused !== pid ? paused : ''} 2>/dev/null; true`);
+      await guest.run(`kill -9 ${[...pids].join(' ')} 2>/dev/null; true`);
     }
   }
   // A killed process may stay a zombie under the guest's init: gone means gone or Z.
