@@ -29,7 +29,8 @@ import { runAgent } from './run-agent.ts';
 import { hostBlacklistFile, removeHostBlacklist } from './kernel/host-blacklist.ts';
 import { isDriverUninstalled } from './is-driver-uninstalled.ts';
 import { NO_SIMULATED_KERNEL } from './no-simulated-kernel.ts';
-import { createDriverRoot, type DriverRoot } from './root/driver-root.ts';
+import type { DriverRoot } from './root/driver-root.ts';
+import { driverRootOf } from './root/driver-root-of.ts';
 
 /**
  * Builds the kernel adapter for `--kernel simulated`. Production has none: the simulated kernel
@@ -160,20 +161,6 @@ function releaseOnUninstall(config: AgentConfig, root: DriverRoot | undefined, c
       log.info({ path: config.driverRootPath }, 'driver uninstalled: unpublished its driver root');
     }
   };
-}
-
-/** The driver root of the image, when it has one (DRIVER_ROOT_DIR); its copies live beside the module cache. */
-function driverRootOf(config: AgentConfig, log: Logger): DriverRoot | undefined {
-  if (config.driverRootDir === undefined) return undefined;
-  return createDriverRoot({
-    imageDir: config.driverRootDir,
-    path: config.driverRootPath,
-    storeDir: join(config.cacheDir, 'driver-root', config.driver),
-    readyMarker: config.driverReadyMarker,
-    check: config.driverRootCheck,
-    sysModuleDir: join(config.sysfsRoot, 'module'),
-    log: log.child({ task: 'driver-root' }),
-  });
 }
 
 /** The next-kernel preflight over the agent's own build, a label writer and an Event recorder of its own. */

@@ -212,8 +212,9 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       if (config.hostBlacklistDir !== undefined) await writeHostBlacklist(config.hostBlacklistDir, config.driver, config.blacklist);
       // A teardown an earlier agent recorded and did not finish (it died after the unload): finish it.
       if (await guard.restore()) log.info('finished the restore a previous agent recorded');
-      // The daemons run beside a verified driver only (started here, again after a reload stopped them).
-      if (daemons !== undefined) await daemons.ensureRunning(lastDetection?.devices ?? []);
+      // The daemons run beside a verified driver only (started here, again after a reload stopped them),
+      // writing their sockets into the copy of the root that is about to be published.
+      if (daemons !== undefined) await daemons.ensureRunning(lastDetection?.devices ?? [], await root?.prepare());
       // The root follows the loaded driver: published (or switched to this one) once it is verified
       // and its daemons run (an NVSwitch board without its fabric manager is not offered as ready).
       await root?.publish(built.modules[0]?.name ?? config.driver);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { cp, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, cp, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { DriverRolloutError } from '../../shared/errors.ts';
@@ -33,12 +34,19 @@ export type PublishOutcome = 'kept' | 'published' | 'replaced';
 
 export interface DriverRoot {
   /**
+   * The copy of the image's root that `publish` mounts (`storeDir/<sha256 of its manifest>`), made
+   * now when missing: the daemons of the root write their pid files and sockets into it before it
+   * is published (agent/daemons).
+   */
+  prepare(): Promise<string>;
+  /**
    * Makes `path` show the image's root, once the driver is loaded and verified: a copy under
    * `storeDir` named by the manifest's sha256, bind-mounted read-only at `path` with the node's
    * /dev, /proc and /sys inside (as NVIDIA's driver container publishes its own `/`). A root that
-   * is already the published one stays mounted (`kept`: a restarted agent, the 30 s re-check);
-   * anything else mounted there (another version, a copy that is gone, a stack left by a killed
-   * agent) is unmounted first (`replaced`), and other copies are removed. Then writes the ready
+   * is already the published one, whole (one read-only mount with the node's trees inside), stays
+   * mounted (`kept`: a restarted agent, the 30 s re-check); anything else mounted there (another
+   * version, a copy that is gone, a stack or a half-made mount left by a killed agent) is
+   * unmounted first (`replaced`), and other copies are removed. Then writes the ready
    * marker when `module` (the driver's first, `nvidia`) is live and the check passes (checked
    * until it once passes).
    */
@@ -70,8 +78,8 @@ export function createDriverRoot(options: DriverRootOptions): DriverRoot {
   }
 
   /** The copy of the image's root under storeDir, made once per manifest. */
-  async function ensureCopy(key: string): Promise<string> {
-    const dir = join(options.storeDir, key);
+  async function ensureCopy(manifest: string): Promise<string> {
+    const dir = join(options.storeDir, copyName(manifest));
     if (await pathExists(join(dir, DRIVER_ROOT_MANIFEST))) return dir;
     const partial = `${dir}.partial`;
     await rm(partial, { recursive: true, force: true });
@@ -105,6 +113,16 @@ export function createDriverRoot(options: DriverRootOptions): DriverRoot {
     for (const dir of SYSTEM_MOUNTS) await run('mount', ['--rbind', `/${dir}`, join(options.path, dir)]);
   }
 
+  /**
+   * Whether the root at the path is whole as `mount` makes it: one mount, read-only, with the node's
+   * trees bound inside. An agent killed between those mounts leaves less.
+   */
+  async function isWhole(mounted: readonly number[]): Promise<boolean> {
+    if (mounted.length !== 1) return false;
+    for (const dir of SYSTEM_MOUNTS) if ((await mountsAt(join(options.path, dir), options.mountinfo)).length === 0) return false;
+    return (await access(options.path, constants.W_OK).then(() => 'writable', (error: unknown) => (error as NodeJS.ErrnoException).code)) === 'EROFS';
+  }
+
   async function removeOtherCopies(keep: string | undefined): Promise<void> {
     const entries = await readdir(options.storeDir).catch(() => [] as string[]);
     for (const name of entries) if (name !== keep) await rm(join(options.storeDir, name), { recursive: true, force: true });
@@ -136,21 +154,24 @@ export function createDriverRoot(options: DriverRootOptions): DriverRoot {
   }
 
   return {
+    async prepare() {
+      return ensureCopy(await imageManifest());
+    },
+
     async publish(module) {
       const manifest = await imageManifest();
-      const key = createHash('sha256').update(manifest).digest('hex').slice(0, 32);
       const mounted = await mountsAt(options.path, options.mountinfo);
       const shown = mounted.length === 1 ? await readManifest(options.path).catch(() => undefined) : undefined;
       let outcome: PublishOutcome = 'kept';
-      if (shown !== manifest) {
-        const copy = await ensureCopy(key);
+      if (shown !== manifest || !(await isWhole(mounted))) {
+        const copy = await ensureCopy(manifest);
         await withdrawMarker();
         const replaced = await unmountAll();
         await mount(copy);
         outcome = replaced ? 'replaced' : 'published';
         log.info({ path: options.path, copy, replaced: mounted.length }, `driver root ${outcome} at ${options.path}`);
       }
-      await removeOtherCopies(key);
+      await removeOtherCopies(copyName(manifest));
       await updateMarker(module);
       return outcome;
     },
@@ -163,6 +184,11 @@ export function createDriverRoot(options: DriverRootOptions): DriverRoot {
       await rm(options.storeDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The copy's directory name under storeDir: one per manifest. */
+function copyName(manifest: string): string {
+  return createHash('sha256').update(manifest).digest('hex').slice(0, 32);
 }
 
 async function run(command: string, args: readonly string[]): Promise<void> {

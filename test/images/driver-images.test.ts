@@ -152,6 +152,57 @@ describe.each(DRIVER_FLAVOURS.map((f) => [f.name, f] as const))('the %s driver i
       },
     );
 
+    it.runIf(flavour.daemonPackages.length > 0)(
+      "as the agent prepares it for publishing: nvidia-persistenced's run dir resolves into the root's copy, where the toolkit looks for its socket (<root>/var/run/nvidia-persistenced/socket)",
+      { timeout: 300_000 },
+      async () => {
+        // The agent's own code in the image, as its verify step runs it before the daemons start:
+        // the copy the root is published from (bind-mounted read-only at /run/nvidia/driver; the
+        // mount itself is shown in the kernel tests), the daemon plan for a GPU node (no GPU here:
+        // persistenced itself cannot start, it finds no driver), the run dir linked into the copy.
+        // A Unix socket opened where persistenced opens its own answers at the root's path.
+        const out = await runInImage(
+          archive,
+          `cd /app && node --input-type=module -e "
+            const net = await import('node:net');
+            const { realpath } = await import('node:fs/promises');
+            const { createDriverRoot } = await import('/app/agent/root/driver-root.ts');
+            const { findDaemonBinaries } = await import('/app/agent/daemons/gpu-daemons.ts');
+            const { planGpuDaemons } = await import('/app/agent/daemons/plan/plan-gpu-daemons.ts');
+            const { linkRunDir } = await import('/app/agent/daemons/link-run-dir.ts');
+            const { createLogger } = await import('/app/shared/logger.ts');
+            const root = createDriverRoot({ imageDir: '${IMAGE_DRIVER_ROOT}', path: '/run/nvidia/driver', storeDir: '/var/lib/driver-rollout/cache/driver-root/gpu', readyMarker: '/run/nvidia/validations/.driver-ctr-ready', check: [], sysModuleDir: '/sys/module', log: createLogger('image', 'silent') });
+            const copy = await root.prepare();
+            const plan = planGpuDaemons([{ address: '0000:01:00.0', vendor: '0x10de', device: '0x2330', classCode: '0x030200' }], [], await findDaemonBinaries('${IMAGE_DRIVER_ROOT}'));
+            const persistenced = plan.daemons.find((d) => d.name === 'nvidia-persistenced');
+            const dir = await linkRunDir(persistenced.runDir, copy);
+            const server = net.createServer((s) => s.end('answered'));
+            await new Promise((resolve) => server.listen(persistenced.runDir.path + '/socket', resolve));
+            const answer = await new Promise((resolve, reject) => {
+              let text = '';
+              // Relative to the copy: its absolute path is longer than a socket address may be (108 bytes).
+              process.chdir(copy);
+              const c = net.connect('.' + persistenced.runDir.inRoot + '/socket');
+              c.on('data', (d) => { text += d; });
+              c.on('end', () => resolve(text));
+              c.on('error', reject);
+            });
+            server.close();
+            console.log(JSON.stringify({ copy, runDir: persistenced.runDir, pidFile: persistenced.pidFile, dir, resolved: await realpath(persistenced.runDir.path), answer }));
+          "`,
+        );
+        const seen = JSON.parse(out.trim().split('\n').at(-1) ?? '') as { copy: string; runDir: unknown; pidFile: string; dir: string; resolved: string; answer: string };
+        console.info(`driver root of ${flavour.name}: nvidia-persistenced's run dir: ${JSON.stringify(seen)}`);
+        expect(seen.copy).toMatch(/^\/var\/lib\/driver-rollout\/cache\/driver-root\/gpu\/[0-9a-f]{32}$/);
+        expect(seen.runDir).toEqual({ path: '/var/run/nvidia-persistenced', inRoot: '/var/run/nvidia-persistenced' });
+        expect(seen.pidFile).toBe('/var/run/nvidia-persistenced/nvidia-persistenced.pid');
+        // Inside the copy: the socket and the pid file persistenced writes there are in the root as published.
+        expect(seen.dir.startsWith(`${seen.copy}/`)).toBe(true);
+        expect(seen.resolved).toBe(seen.dir);
+        expect(seen.answer).toBe('answered');
+      },
+    );
+
     it.runIf(flavour.userSpacePackages.length > 0)('answers every binary the toolkit looks up on its PATH, and nvidia-smi runs chrooted there (it then finds no driver)', async () => {
       for (const binary of TOOLKIT_BINARIES) {
         const hits = [];

@@ -15,6 +15,7 @@ import { ensureR8168Modules, type VendorModules } from '../vendor-drivers/ensure
 import type { ScenarioStep, StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
+import { runAgentUntilKilled } from './harness/kill-agent.ts';
 import { r8168FromImage } from './harness/r8168-from-image.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
 import { GUEST_NODE_COMPILE_CACHE, runGuestScenario } from './harness/run-guest-scenario.ts';
@@ -130,7 +131,7 @@ afterAll(async () => {
 const ROOT_PATH = '/run/driver-rollout/nic/driver';
 const MARKER = '/run/driver-rollout/nic/validations/.driver-ctr-ready';
 const ROOT_STORE = `${STATE}/cache/driver-root/nic`;
-/** One agent attempt and its stop: at load average 30 an NVIDIA attempt took 119 s in the guest. Only catches a hang. */
+/** One agent attempt and its stop, or a killable agent's start and kill: at load average 30 an NVIDIA attempt took 119 s in the guest. Only catches a hang. */
 const NIC_ATTEMPT_TIMEOUT_MS = 540_000;
 
 /**
@@ -304,7 +305,7 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
     expect(await shell(hostTreeSnapshot(guest.kernel.version))).toBe(hostBefore);
   });
 
-  it("publishes the dkms-nic image's driver root while r8168 is loaded: kept across an agent restart, switched on upgrade, replaced when stale mounts are left, gone when the driver is unloaded", async () => {
+  it("publishes the dkms-nic image's driver root while r8168 is loaded: kept across an agent restart, switched on upgrade, replaced after an agent SIGKILLed mid-switch, kept after one SIGKILLed while it is published, gone when the driver is unloaded", async () => {
     const release = driverFlavour('dkms-nic').driverVersion;
     const srcversion = r8168Vendor.built.modules[0]?.srcversion;
 
@@ -330,21 +331,37 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
     expect(switched.copies).toHaveLength(1);
     expect(switched.copies).not.toEqual(published.copies);
 
-    // What an agent killed mid-switch leaves: another mount stacked on the path (nothing cleans up
-    // after a SIGKILL; a stop without unload leaves the root as it is too). The next agent replaces both.
-    await shell(`mount --bind /tmp ${ROOT_PATH}`);
-    expect((await rootState()).mounts).toHaveLength(2);
-    expect((await nicAgentAttempt('driver root: agent after stale mounts', nicAgentEnv('v1'))).join('\n')).toContain(`driver root replaced at ${ROOT_PATH}`);
+    // A real agent process (guest/run-killable-agent.ts: the agent's steps on the real kernel
+    // adapter, its root published as the agent publishes it) SIGKILLed mid-switch back to v1: the
+    // new driver verified, the old root unmounted, the new one bound read-only at the path, stopped
+    // at the bind of the node's /dev inside (guest/pausing-command.sh on its PATH), then killed.
+    const killedMidSwitch = await runAgentUntilKilled(guest, nicAgentEnv('v1'), { kind: 'at-command', command: 'mount', args: ['--rbind', '/dev', `${ROOT_PATH}/dev`] }, { verify: true, timeoutMs: NIC_ATTEMPT_TIMEOUT_MS });
+    const halfSwitched = await rootState();
+    console.info(`kernel tests: driver root: agent killed ${killedMidSwitch}: left ${JSON.stringify(halfSwitched)}`);
+    expect(halfSwitched).toMatchObject({ shown: release, marker: false, proc: false, r8168: srcversion });
+    expect(halfSwitched.mounts).toHaveLength(1);
+    expect(halfSwitched.copies).toHaveLength(2);
+    // The next agent replaces the half-made mount (it is not the whole root) and removes the other copy.
+    expect((await nicAgentAttempt('driver root: agent after a kill mid-switch', nicAgentEnv('v1'))).join('\n')).toContain(`driver root replaced at ${ROOT_PATH}`);
     const replaced = await rootState();
-    expect(replaced).toMatchObject({ shown: release, marker: true, proc: true });
+    expect(replaced).toMatchObject({ shown: release, marker: true, proc: true, r8168: srcversion });
     expect(replaced.mounts).toHaveLength(1);
     expect(replaced.copies).toEqual(published.copies);
+    expect(replaced.chroot).toMatch(/^GNU C Library/);
+
+    // An agent SIGKILLed while its root is published (verified, waiting as a running agent does):
+    // nothing cleans up after it, and the next agent keeps the root as it is.
+    await runAgentUntilKilled(guest, nicAgentEnv('v1'), { kind: 'verified' }, { timeoutMs: NIC_ATTEMPT_TIMEOUT_MS });
+    expect(await rootState()).toEqual(replaced);
+    const afterKill = await nicAgentAttempt('driver root: agent after a kill while published', nicAgentEnv('v1'));
+    expect(afterKill.filter((line) => /driver root (published|replaced)/.test(line))).toEqual([]);
+    expect(await rootState()).toEqual(replaced);
 
     // An agent stopped with UNLOAD_ON_STOP (an uninstall's or a node's drain): r8168 unloaded, and the root, its copies and the marker with it.
     await nicAgentAttempt('driver root: agent that unloads on stop', nicAgentEnv('v1', { UNLOAD_ON_STOP: 'true' }));
     expect(await rootState()).toEqual({ mounts: [], shown: null, marker: false, copies: [], r8168: null, chroot: null, proc: false });
     expect(await shell(hostTreeSnapshot(guest.kernel.version))).toBe(hostBefore);
-  }, 5 * NIC_ATTEMPT_TIMEOUT_MS);
+  }, 8 * NIC_ATTEMPT_TIMEOUT_MS);
 
   it('after a reboot on the same disk, coldplug loads nothing of ours, and the host tree is still untouched', async () => {
     await guest.saveDisk();
