@@ -107,7 +107,8 @@ function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
   setEnv(agent, 'HTTP_PORT', String(port));
   for (const v of spec.volumes ?? []) {
     const path = v.hostPath?.path;
-    if (path !== undefined && WRITABLE_HOST_PATHS.has(path)) v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
+    // A writable path or one under it (the NIC preset's driver root parent, /run/driver-rollout/<name>).
+    if (path !== undefined && [...WRITABLE_HOST_PATHS].some((w) => path === w || path.startsWith(`${w}/`))) v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
   }
   const readOnly = new Set((spec.volumes ?? []).filter((v) => v.hostPath?.path === '/sys' || v.hostPath?.path === '/lib/modules').map((v) => v.name));
   for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
