@@ -31,6 +31,8 @@ import { runAgent } from './run-agent.ts';
 import { hostBlacklistFile, removeHostBlacklist } from './kernel/host-blacklist.ts';
 import { isDriverUninstalled } from './is-driver-uninstalled.ts';
 import { NO_SIMULATED_KERNEL } from './no-simulated-kernel.ts';
+import type { DriverRoot } from './root/driver-root.ts';
+import { driverRootOf } from './root/driver-root-of.ts';
 
 /**
  * Builds the kernel adapter for `--kernel simulated`. Production has none: the simulated kernel
@@ -109,7 +111,8 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
     });
   const verdictWriter = annotationWriter<SignatureVerdict>(keys.moduleSignatures, renderSignatureVerdict, 'the module-signature verdict');
   const kernelPolicyWriter = annotationWriter<KernelSignaturePolicy>(keys.kernelSignaturePolicy, renderKernelSignaturePolicy, "the kernel's signature policy");
-  const steps = createAgentSteps(config, kernel, hostInfo, log, (verdict) => { verdictWriter.set(verdict); });
+  const root = driverRootOf(config, log);
+  const steps = createAgentSteps(config, kernel, hostInfo, log, { root, publishVerdict: (verdict) => { verdictWriter.set(verdict); } });
   const preflight = config.nextKernelPreflight ? createPreflight(config, core, keys, metrics, log) : undefined;
   return {
     statusServer,
@@ -137,7 +140,10 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
             stopFlushMs: STOP_FLUSH_MS,
             random: Math.random,
             preflight,
-            onStop: config.hostBlacklistDir === undefined ? undefined : releaseHostBlacklist(config, config.hostBlacklistDir, core, kubeConfig.makeApiClient(AppsV1Api), log),
+            onStop:
+              config.hostBlacklistDir === undefined && root === undefined
+                ? undefined
+                : releaseOnUninstall(config, root, core, kubeConfig.makeApiClient(AppsV1Api), log),
           },
           signal,
         );
@@ -151,12 +157,21 @@ export async function assembleAgent(config: AgentConfig, log: Logger, overrides:
   };
 }
 
-/** On stop: the host blacklist file goes when the driver is uninstalled, and stays on a restart. */
-function releaseHostBlacklist(config: AgentConfig, dir: string, core: CoreV1Api, apps: AppsV1Api, log: Logger) {
+/**
+ * On stop: what the driver leaves on the host (its blacklist file, its published root) goes when
+ * the driver is uninstalled, and stays on a restart.
+ */
+function releaseOnUninstall(config: AgentConfig, root: DriverRoot | undefined, core: CoreV1Api, apps: AppsV1Api, log: Logger) {
   return async () => {
     if (!(await isDriverUninstalled(core, apps, { name: config.podName, namespace: config.podNamespace }))) return;
-    await removeHostBlacklist(dir, config.driver);
-    log.info({ file: hostBlacklistFile(dir, config.driver) }, 'driver uninstalled: removed its host blacklist file');
+    if (config.hostBlacklistDir !== undefined) {
+      await removeHostBlacklist(config.hostBlacklistDir, config.driver);
+      log.info({ file: hostBlacklistFile(config.hostBlacklistDir, config.driver) }, 'driver uninstalled: removed its host blacklist file');
+    }
+    if (root !== undefined) {
+      await root.release();
+      log.info({ path: config.driverRootPath }, 'driver uninstalled: unpublished its driver root');
+    }
   };
 }
 

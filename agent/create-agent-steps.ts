@@ -24,7 +24,9 @@ import { readModuleConfig } from './kernel/read-module-config.ts';
 import { readLoadedModules, unloadDriver, type DeviceUserLookup } from './kernel/unload-driver.ts';
 import type { AgentSteps } from './run-agent.ts';
 import { createUnloadGuard } from './teardown/unload-guard.ts';
+import type { DriverRoot } from './root/driver-root.ts';
 import type { NodeDetection } from './detect/detect-node.ts';
+import { servesNvidiaGpus } from './detect/device-selector.ts';
 import { checkUserSpace, readModuleFileVersions } from './user-space/check-user-space.ts';
 import { createGpuDaemons, type GpuDaemons } from './daemons/gpu-daemons.ts';
 import type { BackoffPolicy } from '../shared/backoff.ts';
@@ -81,12 +83,25 @@ export async function judgeNextKernelSignatures(config: AgentConfig, built: Buil
  */
 export type PublishSignatureVerdict = (verdict: SignatureVerdict) => void;
 
+/** What the agent's assembly hands the steps beside its ports. */
+export interface AgentStepsOptions {
+  /** The driver root the image carries (DRIVER_ROOT_DIR), published for a verified driver. */
+  readonly root?: DriverRoot | undefined;
+  /** Where each load's module-signature verdict goes. */
+  readonly publishVerdict?: PublishSignatureVerdict;
+}
+
 /**
  * The flow's steps over detection, buildDriver and reloadDriver. Every load first judges the
  * build's signatures under the running kernel's policy and publishes that verdict
- * (`publishVerdict`), before anything is unloaded, the fast path included.
+ * (`publishVerdict`), before anything is unloaded, the fast path included. With a driver root
+ * (DRIVER_ROOT_DIR) of a driver serving NVIDIA's GPUs, the version guard compares its user space
+ * with the modules before every load, and its daemons run beside a verified driver and stop before
+ * an unload; with any driver root (given as `root`), a verified driver publishes it, an unload
+ * withdraws its ready marker first and releases it after.
  */
-export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger, publishVerdict?: PublishSignatureVerdict): AgentSteps {
+export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostInfo: HostInfoPort, log: Logger, options: AgentStepsOptions = {}): AgentSteps {
+  const { root, publishVerdict } = options;
   const tree = (built: BuiltDriver): ModuleTree => ({ root: config.moduleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const hostTree = (built: BuiltDriver): ModuleTree => ({ root: config.hostModuleRoot, kernelVersion: built.kernelVersion, configDir: config.modprobeConfigDir });
   const firmware: FirmwareOptions = { sourceDir: config.firmwareDir, hostDir: config.firmwareHostDir, hostRoots: config.hostFirmwareRoots };
@@ -118,11 +133,12 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
   const loadedDriver = renderLoadedDriver({ pod: `${config.podNamespace}/${config.podName}`, fingerprint });
   const deviceUsers: DeviceUserLookup | undefined =
     config.deviceFilePrefixes.length === 0 ? undefined : { devicePrefixes: config.deviceFilePrefixes, procDir: config.procDir };
-  // The daemons of the driver's user space; none without a user-space root.
+  // NVIDIA's user space in the driver root, which the guard checks and the daemons run from: a GPU driver's root only.
+  const nvidiaRoot = config.driverRootDir !== undefined && servesNvidiaGpus(config.deviceSelector) ? config.driverRootDir : undefined;
   const daemons: GpuDaemons | undefined =
-    config.userSpaceRoot === undefined
+    nvidiaRoot === undefined
       ? undefined
-      : createGpuDaemons({ root: config.userSpaceRoot, sysfsRoot: config.sysfsRoot, runDir: config.daemonRunDir, restart: DAEMON_RESTART, pollMs: DAEMON_POLL_MS, stopTimeoutMs: DAEMON_STOP_TIMEOUT_MS, random: Math.random, log });
+      : createGpuDaemons({ root: nvidiaRoot, sysfsRoot: config.sysfsRoot, runDir: config.daemonRunDir, restart: DAEMON_RESTART, pollMs: DAEMON_POLL_MS, stopTimeoutMs: DAEMON_STOP_TIMEOUT_MS, random: Math.random, log });
 
   return {
     detect: () =>
@@ -139,7 +155,7 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       const signatures = await readSignaturesFor(signaturePolicy, built.modules);
       publishVerdict?.(signatureVerdict(signaturePolicy, signatures, { fingerprint, kernel: built.kernelVersion }));
       // The version guard: before anything is unloaded, the fast path included (a mismatched image is never Ready).
-      if (config.userSpaceRoot !== undefined) await checkUserSpace(config.driver, config.userSpaceRoot, await readModuleFileVersions(built.modules));
+      if (nvidiaRoot !== undefined) await checkUserSpace(config.driver, nvidiaRoot, await readModuleFileVersions(built.modules));
       if (config.moduleConfigDir !== undefined) {
         const fromFiles = await readModuleConfig({ dir: config.moduleConfigDir, sha256: config.moduleConfigSha256 });
         parameters = mergeModuleParameters(config.moduleParameters, fromFiles);
@@ -168,6 +184,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
           // Our daemons hold the device files too: the unload checks for users after they stopped.
           stopsHolders: config.holders.length > 0 || daemons?.supervising() === true,
           takeDown: async () => {
+            // The driver is about to go: its root's consumers stop trusting it first.
+            await root?.withdrawReady();
             await daemons?.stop();
             await guard.takeDown(lastDetection?.devices ?? []);
           },
@@ -194,8 +212,12 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       if (config.hostBlacklistDir !== undefined) await writeHostBlacklist(config.hostBlacklistDir, config.driver, config.blacklist);
       // A teardown an earlier agent recorded and did not finish (it died after the unload): finish it.
       if (await guard.restore()) log.info('finished the restore a previous agent recorded');
-      // The daemons run beside a verified driver only (started here, again after a reload stopped them).
-      if (daemons !== undefined) await daemons.ensureRunning(lastDetection?.devices ?? []);
+      // The daemons run beside a verified driver only (started here, again after a reload stopped them),
+      // writing their sockets into the copy of the root that is about to be published.
+      if (daemons !== undefined) await daemons.ensureRunning(lastDetection?.devices ?? [], await root?.prepare());
+      // The root follows the loaded driver: published (or switched to this one) once it is verified
+      // and its daemons run (an NVSwitch board without its fabric manager is not offered as ready).
+      await root?.publish(built.modules[0]?.name ?? config.driver);
       return { version: built.version, modules: [...loaded.keys()], loadedDriver };
     },
 
@@ -206,6 +228,8 @@ export function createAgentSteps(config: AgentConfig, kernel: KernelPort, hostIn
       const modules = lastBuilt.modules.map((m) => m.name).filter((m) => !pinned.has(sysfsModuleName(m)));
       await daemons?.stop();
       await unloadDriver(kernel, config.driver, modules, log, deviceUsers);
+      // Pinned modules stay loaded, and so does the root that goes with them.
+      if (pinned.size === 0) await root?.release();
       if (firmwarePathBefore !== undefined) await restoreFirmwarePath(firmwarePathBefore);
     },
   };

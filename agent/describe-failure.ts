@@ -21,6 +21,7 @@ import {
   NeverUnloadError,
 } from './kernel/kernel-errors.ts';
 import { ModuleConfigError } from './kernel/read-module-config.ts';
+import { DriverRootError } from './root/driver-root.ts';
 import { DeviceTeardownError, HolderCommandError, VirtualFunctionsInUseError } from './teardown/teardown-errors.ts';
 import { UserSpaceMismatchError, UserSpaceUnreadableError } from './user-space/user-space-errors.ts';
 import { DaemonFailedError, FabricManagerMissingError } from './daemons/daemon-errors.ts';
@@ -69,6 +70,7 @@ export const REASONS: readonly (readonly [new (...args: never[]) => Error, strin
   [UserSpaceUnreadableError, 'UserSpaceUnreadable'],
   [FabricManagerMissingError, 'FabricManagerMissing'],
   [DaemonFailedError, 'DaemonFailed'],
+  [DriverRootError, 'DriverRootFailed'],
 ];
 
 /** The reason of a failed step whose error is none of REASONS'. */

@@ -5,6 +5,10 @@ import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { buildFlavourModules, vendorPackage } from './build-flavour-modules.ts';
 import { DRIVER_FLAVOURS, driverFlavour, imageTag, type DriverFlavour } from './flavours.ts';
+import { stageDriverRoot } from './stage-driver-root.ts';
+
+/** Where each image carries its driver root (the agent's DRIVER_ROOT_DIR). */
+export const IMAGE_DRIVER_ROOT = '/opt/driver-root';
 
 /**
  * Builds the driver images, one per flavour (drivers/flavours.ts), with buildah (no daemon):
@@ -13,6 +17,8 @@ import { DRIVER_FLAVOURS, driverFlavour, imageTag, type DriverFlavour } from './
  *   /opt/driver-src/<dkms directory>/        the kernel module sources (the agent's DRIVER_SOURCE_DIR)
  *   /opt/driver-firmware/                    the firmware of the same release (FIRMWARE_DIR)
  *   /opt/lib/modules/<kernel>/*.ko           modules prebuilt for the flavour's kernels (PREBUILT_MODULES_DIR)
+ *   /opt/driver-root/                        the driver root: the user space of the same release at
+ *                                            Debian's paths, chrootable (DRIVER_ROOT_DIR; drivers/stage-driver-root.ts)
  *
  * tagged `<registry>/<repository>:<driver-version>-<flavour>-<distro>`. The prebuilt modules come
  * from the agent's own dkms recipe (drivers/build-flavour-modules.ts), cached outside the image by
@@ -61,6 +67,8 @@ async function stageFlavour(flavour: DriverFlavour, root: string, log: (line: st
     const firmware = await vendorPackage(flavour.firmwarePackage.name, flavour.firmwarePackage.version);
     await cp(join(firmware.dir, 'root', 'lib', 'firmware'), join(root, 'opt', 'driver-firmware'), { recursive: true });
   }
+  const manifest = await stageDriverRoot(flavour, join(root, IMAGE_DRIVER_ROOT));
+  log(`${flavour.name}: driver root of ${manifest.packages.length} packages (${manifest.sha256.slice(0, 12)})`);
   for (const kernel of flavour.prebuiltKernels) {
     const started = performance.now();
     const modules = await buildFlavourModules(flavour, kernel);
@@ -92,6 +100,7 @@ export async function buildDriverImages(options: BuildDriverImagesOptions): Prom
           '--label', `io.driver-rollout.driver-version=${flavour.driverVersion}`,
           '--label', `io.driver-rollout.source-package=${flavour.sourcePackage.name}=${flavour.sourcePackage.version}`,
           '--label', `io.driver-rollout.prebuilt-kernels=${flavour.prebuiltKernels.join(',')}`,
+          '--label', `io.driver-rollout.driver-root=${IMAGE_DRIVER_ROOT}`,
           container,
         ]);
         await buildah(['commit', '--quiet', container, reference]);

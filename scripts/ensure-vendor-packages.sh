@@ -30,12 +30,20 @@
 # - nvidia-kernel-dkms 535.309.01-0+deb12u1 (bookworm-security, non-free): NVIDIA's proprietary
 #   modules, which build on the newest ABI (6.1.0-56), with firmware-nvidia-gsp of the same
 #   release: the `nvidia` flavour of the driver images (drivers/flavours.ts).
-# - the user space of the proprietary release, 535.309.01 (bookworm-security, non-free): libcuda1,
-#   libnvidia-ml1, libnvidia-cfg1, nvidia-smi; the version guard's test sets them against the open
-#   535.261.03 modules (a real mismatch) and the proprietary ones (a match).
-# - nvidia-persistenced 535.171.04 (contrib): Debian's one version for every release (it talks to
-#   the driver through NVML, so it does not follow the modules' version); the NVIDIA images carry it
-#   and the agent runs it beside the loaded driver.
+# - the user space of each NVIDIA release, pinned at the modules' version (non-free; bookworm
+#   main has 535.261.03, bookworm-security 535.309.01): libcuda1, libnvidia-ml1, libnvidia-cfg1,
+#   nvidia-smi and the rest of what NVIDIA's container toolkit looks up for the `utility` and
+#   `compute` capabilities (libnvidia-ptxjitcompiler1, libnvidia-nvvm4, libcudadebugger1,
+#   libnvidia-allocator1, libnvidia-pkcs11-openssl3, nvidia-cuda-mps), each release's list
+#   following its modules package; drivers/stage-driver-root.ts makes the driver root of the
+#   images from them, with libc6, libgcc-s1 and libssl3 (apt's candidates) so that the root can be
+#   chrooted into, as NVIDIA's validator does with `chroot /run/nvidia/driver nvidia-smi`.
+#   The version guard's test sets the 535.309.01 user space against the open 535.261.03 modules (a
+#   real mismatch) and the proprietary ones (a match).
+# - nvidia-persistenced 535.171.04 (contrib): Debian's one version, which its libcuda1 of both
+#   releases recommends (`nvidia-persistenced (>= 535)`; it talks to the driver through the
+#   root's libnvidia-cfg, --nvidia-cfg-path, so it does not follow the modules' version); the
+#   NVIDIA images' roots carry it and the agent runs it beside the loaded driver.
 # - r8168-dkms (non-free), at apt's candidate.
 # Prints `<package> <directory>` per package on stdout; a package pinned at two versions (the
 # GSP firmware of each NVIDIA release) gets a line each, the directory naming the version.
@@ -47,12 +55,15 @@ set -euo pipefail
 nvidia_kernel=6.1.0-50-amd64
 # <package>[=<pinned version>]; a package without a pin is taken at apt's candidate. Each NVIDIA
 # modules package is followed by the GSP firmware of its release (checked below).
-packages=(nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1
-  nvidia-kernel-dkms=535.309.01-0+deb12u1 firmware-nvidia-gsp=535.309.01-0+deb12u1
-  r8168-dkms "linux-image-$nvidia_kernel")
-# The proprietary release's user space and Debian's nvidia-persistenced (see above).
-packages+=(libcuda1=535.309.01-0+deb12u1 libnvidia-ml1=535.309.01-0+deb12u1 libnvidia-cfg1=535.309.01-0+deb12u1
-  nvidia-smi=535.309.01-0+deb12u1 nvidia-persistenced=535.171.04-1~deb12u1)
+# Each NVIDIA release's user space (drivers/flavours.ts's userSpacePackages) follows its firmware;
+# nvidia-persistenced (one version for both, see above) comes after the last release's checks.
+nvidia_user_space=(libcuda1 libnvidia-ml1 libnvidia-cfg1 nvidia-smi libnvidia-ptxjitcompiler1 libnvidia-nvvm4
+  libcudadebugger1 libnvidia-allocator1 libnvidia-pkcs11-openssl3 nvidia-cuda-mps)
+user_space_of() { local p; for p in "${nvidia_user_space[@]}"; do echo "$p=$1"; done; }
+# shellcheck disable=SC2207 # package names have no spaces
+packages=(nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1 $(user_space_of 535.261.03-1)
+  nvidia-kernel-dkms=535.309.01-0+deb12u1 firmware-nvidia-gsp=535.309.01-0+deb12u1 $(user_space_of 535.309.01-0+deb12u1)
+  nvidia-persistenced=535.171.04-1~deb12u1 libc6 libgcc-s1 libssl3 r8168-dkms "linux-image-$nvidia_kernel")
 sources_file=/etc/apt/sources.list.d/driver-rollout-vendor.sources
 components="contrib non-free non-free-firmware"
 
@@ -196,9 +207,9 @@ for entry in "${packages[@]}"; do
   fi
   case $p in
     nvidia-open-kernel-dkms | nvidia-kernel-dkms) nvidia_package=$p nvidia_version=$version ;;
-    firmware-nvidia-gsp)
+    firmware-nvidia-gsp | libcuda1 | libnvidia-* | libcudadebugger1 | nvidia-smi | nvidia-cuda-mps)
       if [ "$(upstream_of "$version")" != "$(upstream_of "$nvidia_version")" ]; then
-        log "the pinned versions differ in upstream release: $nvidia_package $nvidia_version, firmware-nvidia-gsp $version (the modules need the GSP firmware of their own release, nvidia/<release>/gsp_*.bin)"
+        log "the pinned versions differ in upstream release: $nvidia_package $nvidia_version, $p $version (the modules need the GSP firmware and the user space of their own release: nvidia/<release>/gsp_*.bin, libcuda.so.<release>)"
         exit 1
       fi ;;
   esac

@@ -3,17 +3,17 @@ import { environmentVariables, settingLabels, type SettingsTable } from '../../s
 import { ConfigError } from '../../shared/errors.ts';
 import type { AgentConfig } from './agent-config.ts';
 import { buildConfig, buildFlags } from './build.ts';
+import { driverRootConfig, driverRootFlags } from './driver-root.ts';
 import { AGENT_ENV_NAMES } from './flag-fields.ts';
 import { identityConfig, identityFlags } from './identity.ts';
 import { kernelConfig, kernelFlags } from './kernel.ts';
 import { reportingConfig, reportingFlags } from './reporting.ts';
 import { teardownConfig, teardownFlags } from './teardown.ts';
-import { userSpaceConfig, userSpaceFlags } from './user-space.ts';
 
-/** The agent's settings, by group (identity, build, kernel, teardown, user space, reporting): shared/config's one table shape. */
+/** The agent's settings, by group (identity, build, kernel, teardown, driver root, reporting): shared/config's one table shape. */
 const AGENT_SETTINGS = {
   source: 'agent configuration',
-  settings: { ...identityFlags, ...buildFlags, ...kernelFlags, ...teardownFlags, ...userSpaceFlags, ...reportingFlags },
+  settings: { ...identityFlags, ...buildFlags, ...kernelFlags, ...teardownFlags, ...driverRootFlags, ...reportingFlags },
   envNames: AGENT_ENV_NAMES,
 } satisfies SettingsTable;
 
@@ -42,7 +42,7 @@ export function parseAgentConfig(argv: readonly string[], env: Readonly<Record<s
     ...buildConfig(raw, problems),
     ...kernelConfig(raw, problems),
     ...teardownConfig(raw, problems),
-    ...userSpaceConfig(raw, problems),
+    ...driverRootConfig(raw, problems),
     ...reportingConfig(raw),
   };
   if (problems.length > 0) throw new ConfigError(AGENT_SETTINGS.source, problems);

@@ -20,6 +20,15 @@ export const DEVICE_KIND_SELECTORS: Readonly<Record<DeviceKind, DeviceSelector>>
   nic: { vendors: ['0x15b3'], classPrefixes: ['0x0200', '0x0207'] },
 };
 
+/**
+ * Whether the driver serves NVIDIA's GPUs (its vendors include the `gpu` kind's, 0x10de): such a
+ * driver's root must carry NVIDIA's user space of the modules' release (the version guard) and
+ * the daemons beside it; another driver's root (dkms-nic's: the C library only) carries neither.
+ */
+export function servesNvidiaGpus(selector: DeviceSelector): boolean {
+  return DEVICE_KIND_SELECTORS.gpu.vendors.some((vendor) => selector.vendors.includes(vendor));
+}
+
 export function matchesSelector(device: PciDevice, selector: DeviceSelector): boolean {
   return (
     selector.vendors.includes(device.vendor) &&

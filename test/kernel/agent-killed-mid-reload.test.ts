@@ -1,7 +1,6 @@
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BuiltDriver } from '../../agent/build/built-driver.ts';
@@ -10,12 +9,11 @@ import type { DriverState } from '../../agent/report/driver-state.ts';
 import { aGeForce, aSysfsTree } from '../fixtures/sysfs/sysfs-tree.ts';
 import { buildSampleDriver, SAMPLE_DRIVER_DIR } from '../unit/agent/build/sample-driver.ts';
 import type { PausePoint } from './guest/pausing-kernel.ts';
-import type { KillableAgentRequest } from './guest/run-killable-agent.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
-import { isReadable } from './harness/is-readable.ts';
+import { runAgentUntilKilled, type AgentKill } from './harness/kill-agent.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
-import { GUEST_NODE_COMPILE_CACHE, projectNode, shellQuote } from './harness/run-guest-scenario.ts';
+import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
 import { GUEST_AGENT_ENV } from './harness/guest-agent-env.ts';
 
 /*
@@ -46,8 +44,6 @@ import { GUEST_AGENT_ENV } from './harness/guest-agent-env.ts';
 const CORE = 'drsample_core';
 const NET = 'drsample_net';
 const DRIVER = 'drsample';
-const REPO = resolve(import.meta.dirname, '../..');
-const KILLABLE_AGENT = join(REPO, 'test', 'kernel', 'guest', 'run-killable-agent.ts');
 const BLACKLIST_FILE = `driver-rollout-${DRIVER}-blacklist.conf`;
 const CLASS_PATH = '/sys/module/firmware_class/parameters/path';
 const NODE = '/var/lib/driver-rollout-kill-test';
@@ -181,7 +177,8 @@ describe('an agent killed with SIGKILL at each step of a reload, then started ag
     const target = agentEnv(killCase.target, { bigFirmware: killCase.kill.kind === 'firmware-copy', failingLoad: killCase.targetFails });
     expect((await look()).loaded, `the chain's previous case left ${from} loaded`).toEqual(versions(sample(from)));
 
-    const killedAt = await runAgentUntilKilled(target, killCase.kill);
+    const kill: AgentKill = killCase.kill.kind === 'pause' ? killCase.kill : { kind: 'when-exists', path: `${FIRMWARE_HOST}/${BIG_FIRMWARE_DIR}` };
+    const killedAt = await runAgentUntilKilled(guest, target, kill, { timeoutMs: AGENT_TIMEOUT_MS });
     const left = await look();
     if (killCase.kill.kind === 'firmware-copy') {
       // The kill landed mid-copy: not every firmware file is there yet.
@@ -225,50 +222,6 @@ async function wholeAgent(name: string, env: Record<string, string>): Promise<{ 
   const state = stepAt(steps, 0).agentState;
   if (state === undefined) throw new Error(`${name}: the attempt reported no state`);
   return { state };
-}
-
-let agentCount = 0;
-
-/** The killable agent's steps, killed with SIGKILL at the case's step; resolves once the process is gone. Says where it was killed. */
-async function runAgentUntilKilled(env: Record<string, string>, kill: Kill): Promise<string> {
-  const base = join(guest.workDir, `killed-agent-${++agentCount}`);
-  const files = { logFile: `${base}.log`, resultFile: `${base}.result.json`, markerFile: `${base}.paused.json` };
-  const request: KillableAgentRequest = { env, logFile: files.logFile, resultFile: files.resultFile, ...(kill.kind === 'pause' ? { pause: { at: kill.at, markerFile: files.markerFile } } : {}) };
-  const requestFile = `${base}.request.json`;
-  await writeFile(requestFile, JSON.stringify(request));
-  const start = `cd ${shellQuote(REPO)} && NODE_COMPILE_CACHE=${shellQuote(GUEST_NODE_COMPILE_CACHE)} ${shellQuote(projectNode())} ${shellQuote(KILLABLE_AGENT)} ${shellQuote(requestFile)} >${shellQuote(`${base}.out`)} 2>&1 </dev/null & pid=$!`;
-  // For the firmware copy: a watcher kills the agent as soon as the new firmware's directory appears (or gives up when the load ended).
-  const watch = `${FIRMWARE_HOST}/${BIG_FIRMWARE_DIR}`;
-  const watcher = kill.kind === 'pause' ? '' : `; until [ -e ${shellQuote(watch)} ] || [ -e ${shellQuote(files.resultFile)} ]; do sleep 0.01; done; kill -9 $pid`;
-  const started = await guest.run(`${start}${watcher}; echo $pid`, { timeoutMs: AGENT_TIMEOUT_MS });
-  expect(started.exitCode, started.stderr).toBe(0);
-  const pid = Number.parseInt(started.stdout.trim(), 10);
-  if (kill.kind === 'pause') {
-    try {
-      await waitFor(files.markerFile, files.logFile, files.resultFile);
-    } finally {
-      // Also when it never got there: a live agent would hold the node's lock for the next case.
-      await guest.run(`kill -9 ${pid} 2>/dev/null; true`);
-    }
-  }
-  // A killed process may stay a zombie under the guest's init: gone means gone or Z.
-  const gone = await guest.run(`while [ -e /proc/${pid}/stat ] && ! grep -q ') Z' /proc/${pid}/stat; do sleep 0.05; done`, { timeoutMs: 60_000 });
-  expect(gone.exitCode).toBe(0);
-  if (await isReadable(files.resultFile)) throw new Error(`the agent ended before it was killed: ${await readFile(files.resultFile, 'utf8')}\n--- agent log ---\n${await tail(files.logFile)}`);
-  return kill.kind === 'pause' ? `${kill.at.when} modprobe ${kill.at.modprobe}` : `when ${watch} appeared`;
-}
-
-async function waitFor(file: string, logFile: string, failIfExists?: string): Promise<void> {
-  const deadline = performance.now() + AGENT_TIMEOUT_MS;
-  while (!(await isReadable(file))) {
-    if (failIfExists !== undefined && (await isReadable(failIfExists))) throw new Error(`the agent ended before its pause: ${await readFile(failIfExists, 'utf8')}\n--- agent log ---\n${await tail(logFile)}`);
-    if (performance.now() > deadline) throw new Error(`${file} did not appear within ${AGENT_TIMEOUT_MS / 1000}s\n--- agent log ---\n${await tail(logFile)}`);
-    await sleep(100);
-  }
-}
-
-async function tail(file: string): Promise<string> {
-  return (await readFile(file, 'utf8').catch(() => '')).slice(-6_000);
 }
 
 async function look(): Promise<NodeLook> {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,13 +6,20 @@ import type { BuiltDriver } from '../../agent/build/built-driver.ts';
 import type { ModuleTree } from '../../agent/kernel/kernel-port.ts';
 import type { ModuleParameters } from '../../agent/kernel/plan/modprobe-config.ts';
 import type { DriverToLoad } from '../../agent/kernel/reload-driver.ts';
+import { driverFlavour } from '../../drivers/flavours.ts';
+import { stageDriverRoot } from '../../drivers/stage-driver-root.ts';
+import { DRIVER_ROOT_MANIFEST, parseDriverRootManifest } from '../../shared/driver-root-manifest.ts';
+import { aRealtekRtl8168, aSysfsTree } from '../fixtures/sysfs/sysfs-tree.ts';
 import { buildSampleDriver } from '../unit/agent/build/sample-driver.ts';
+import { ensureR8168Modules, type VendorModules } from '../vendor-drivers/ensure-vendor-builds.ts';
 import type { ScenarioStep, StepReport } from './guest/scenario.ts';
 import { bootGuest, type Guest } from './harness/boot-guest.ts';
 import { defaultCacheDir } from './harness/build-initramfs.ts';
+import { runAgentUntilKilled } from './harness/kill-agent.ts';
 import { r8168FromImage } from './harness/r8168-from-image.ts';
 import { runAgentSteps, stepAt } from './harness/run-agent-steps.ts';
-import { GUEST_NODE_COMPILE_CACHE } from './harness/run-guest-scenario.ts';
+import { GUEST_NODE_COMPILE_CACHE, runGuestScenario } from './harness/run-guest-scenario.ts';
+import { GUEST_AGENT_ENV } from './harness/guest-agent-env.ts';
 
 /*
  * The host stays clean (issue 10) and a failed load is rolled back (issue 11), on Debian's
@@ -48,6 +55,9 @@ let crcDriver: BuiltDriver;
 let r8168: DriverToLoad;
 /** The host module tree and module configuration as the first boot found them. */
 let hostBefore: string;
+/** The driver root scenario's host side: the dkms-nic image's root (v1, v2), a fixture sysfs, r8168 as prebuilt. */
+let rootHost: string;
+let r8168Vendor: VendorModules;
 
 /** The host's module tree (every path, and the bytes of every modules.* index) and modprobe/modules-load config. */
 function hostTreeSnapshot(kernelVersion: string): string {
@@ -104,6 +114,7 @@ beforeAll(async () => {
   v2 = await buildSampleDriver('2.0.0', cacheDir);
   crcDriver = await buildSampleDriver('1.0.0', cacheDir, { driver: CRC, source: { kind: 'directory', path: INBOX_DEPENDENT_DRIVER }, generatedFiles: {} });
   r8168 = await r8168FromImage(v1.kernelVersion);
+  rootHost = await stageDriverRootHost(v1.kernelVersion);
   disk = await mkdtemp(join(tmpdir(), 'driver-rollout-node-disk-'));
   guest = await bootGuest({ writableDirs: [GUEST_NODE_COMPILE_CACHE], diskDir: disk, bootTimeoutMs: BOOT_TIMEOUT_MS });
   hostBefore = await shell(hostTreeSnapshot(guest.kernel.version));
@@ -113,7 +124,123 @@ beforeAll(async () => {
 afterAll(async () => {
   await (guest as Guest | undefined)?.stop();
   if ((disk as string | undefined) !== undefined) await rm(disk, { recursive: true, force: true });
+  if ((rootHost as string | undefined) !== undefined) await rm(rootHost, { recursive: true, force: true });
 });
+
+// The driver root scenario (issue 31): the dkms-nic preset's paths.
+const ROOT_PATH = '/run/driver-rollout/nic/driver';
+const MARKER = '/run/driver-rollout/nic/validations/.driver-ctr-ready';
+const ROOT_STORE = `${STATE}/cache/driver-root/nic`;
+/** One agent attempt and its stop, or a killable agent's start and kill: at load average 30 an NVIDIA attempt took 119 s in the guest. Only catches a hang. */
+const NIC_ATTEMPT_TIMEOUT_MS = 540_000;
+
+/**
+ * The dkms-nic image's driver root as the image build makes it (drivers/stage-driver-root.ts),
+ * and a v2 of it (another release in its manifest: another image's root as the agent sees it);
+ * a fixture sysfs with an RTL8168 whose `module` is the guest's /sys/module; the vendor build's
+ * r8168.ko as the image's prebuilt module. Written before the boot (9p cache=loose).
+ */
+async function stageDriverRootHost(kernelVersion: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'driver-rollout-root-guest-'));
+  r8168Vendor = await ensureR8168Modules(kernelVersion);
+  const v1Root = join(dir, 'root-v1');
+  await stageDriverRoot(driverFlavour('dkms-nic'), v1Root);
+  const manifest = parseDriverRootManifest(await readFile(join(v1Root, DRIVER_ROOT_MANIFEST), 'utf8'));
+  if (typeof manifest === 'string') throw new Error(`the dkms-nic image's root manifest: ${manifest}`);
+  await cp(v1Root, join(dir, 'root-v2'), { recursive: true, verbatimSymlinks: true });
+  await writeFile(join(dir, 'root-v2', DRIVER_ROOT_MANIFEST), `${JSON.stringify({ ...manifest, driverVersion: `${manifest.driverVersion}+v2` }, null, 2)}\n`);
+  const sys = await aSysfsTree().with(aRealtekRtl8168('0000:02:00.0', 'enp2s0')).writeTo(join(dir, 'sys'));
+  await symlink('/sys/module', join(sys, 'module'));
+  const prebuilt = join(dir, 'prebuilt', kernelVersion);
+  await mkdir(prebuilt, { recursive: true });
+  await cp(r8168Vendor.files[R8168] ?? '', join(prebuilt, 'r8168.ko'));
+  await writeFile(join(prebuilt, 'modules.order'), 'r8168.ko\n');
+  return dir;
+}
+
+/** The dkms-nic preset's agent settings (charts/driver-rollout/templates/_presets.tpl) at this guest's paths, with root v1 or v2. */
+function nicAgentEnv(root: 'v1' | 'v2', more: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_NAME: 'guest',
+    POD_NAME: 'nic-driver-x',
+    POD_NAMESPACE: 'driver-rollout',
+    DRIVER_NAME: 'nic',
+    DRIVER_VERSION: driverFlavour('dkms-nic').driverVersion,
+    DRIVER_SOURCE_DIR: r8168Vendor.sourceDir,
+    BUILD_RECIPE: JSON.stringify({ kind: 'dkms', packages: r8168Vendor.packages }),
+    PREBUILT_MODULES_DIR: join(rootHost, 'prebuilt'),
+    DEVICE_VENDORS: '10ec',
+    DEVICE_CLASSES: '0200',
+    SYSFS_ROOT: join(rootHost, 'sys'),
+    MODULE_ROOT: `${STATE}/nic/root`,
+    HOST_MODULE_ROOT: '/',
+    CACHE_DIR: `${STATE}/cache`,
+    READY_FILE: '/run/driver-rollout/nic/.driver-ready',
+    LOCK_PATH: '/run/driver-rollout/nic/agent.lock',
+    NEXT_KERNEL_PREFLIGHT: 'false',
+    DRIVER_ROOT_DIR: join(rootHost, `root-${root}`),
+    DRIVER_ROOT_PATH: ROOT_PATH,
+    DRIVER_READY_MARKER: MARKER,
+    // The root's own C library, run chrooted in the published root: it can be entered.
+    DRIVER_ROOT_CHECK: '/lib/x86_64-linux-gnu/libc.so.6',
+    ...GUEST_AGENT_ENV,
+    ...more,
+  };
+}
+
+interface RootState {
+  /** Mount IDs stacked at the root's path, bottom first. */
+  readonly mounts: number[];
+  /** The release the published root's manifest names; null when nothing readable is there. */
+  readonly shown: string | null;
+  readonly marker: boolean;
+  /** The copies under the agent's store. */
+  readonly copies: string[];
+  /** /sys/module/r8168/srcversion, null when r8168 is not loaded. */
+  readonly r8168: string | null;
+  /** The root's C library run chrooted there, first line; null when it did not run. */
+  readonly chroot: string | null;
+  /** /proc inside the root shows processes (the node's /proc is bound there). */
+  readonly proc: boolean;
+}
+
+async function rootState(): Promise<RootState> {
+  const out = await shell(
+    [
+      `echo "mounts=$(awk '$5 == "${ROOT_PATH}" { printf "%s,", $1 }' /proc/self/mountinfo)"`,
+      `echo "shown=$(sed -n 's/.*"driverVersion": "\\(.*\\)".*/\\1/p' ${ROOT_PATH}/${DRIVER_ROOT_MANIFEST} 2>/dev/null)"`,
+      `echo "marker=$([ -e ${MARKER} ] && echo yes)"`,
+      `echo "copies=$(ls ${ROOT_STORE} 2>/dev/null | tr '\\n' ',')"`,
+      `echo "r8168=$(cat /sys/module/r8168/srcversion 2>/dev/null)"`,
+      `echo "chroot=$(chroot ${ROOT_PATH} /lib/x86_64-linux-gnu/libc.so.6 2>/dev/null | head -1)"`,
+      `echo "proc=$([ -e ${ROOT_PATH}/proc/self/status ] && echo yes)"`,
+    ].join('\n'),
+  );
+  const field = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(out)?.[1] ?? '';
+  const list = (name: string) => field(name).split(',').filter((s) => s !== '');
+  const orNull = (name: string) => (field(name) === '' ? null : field(name));
+  return {
+    mounts: list('mounts').map(Number),
+    shown: orNull('shown'),
+    marker: field('marker') === 'yes',
+    copies: list('copies'),
+    r8168: orNull('r8168'),
+    chroot: orNull('chroot'),
+    proc: field('proc') === 'yes',
+  };
+}
+
+/**
+ * One whole-agent attempt (assembleAgent, as main.ts runs it) in the guest's scenario server, until
+ * Loaded; then stopped (SIGTERM's path). Returns the agent's log lines about its driver root.
+ */
+async function nicAgentAttempt(name: string, env: Record<string, string>): Promise<string[]> {
+  const report = await runGuestScenario(guest, { steps: [{ kind: 'agent-attempt', env, timeoutMs: NIC_ATTEMPT_TIMEOUT_MS - 60_000 }], watch: [R8168] }, { timeoutMs: NIC_ATTEMPT_TIMEOUT_MS });
+  const attempt = stepAt(report.steps, 0);
+  console.info(`kernel tests: ${name}: ${report.wallMs} ms in the guest`);
+  expect(attempt.agentState?.phase, `${name}: ${attempt.agentState?.message ?? ''}\n${report.agentLog.slice(-4000)}`).toBe('Loaded');
+  return report.agentLog.split('\n').filter((line) => line.includes('driver root'));
+}
 
 describe("the agent's real kernel adapter keeps the host's module tree clean (Debian's kernel under QEMU)", () => {
   it("installs, upgrades and loads from the driver's own trees; inbox dependencies come from the host's tree; the host's tree is byte-identical afterwards", async () => {
@@ -177,6 +304,64 @@ describe("the agent's real kernel adapter keeps the host's module tree clean (De
     expect(replaced.after[R8168]).toMatchObject({ srcversion: r8168.modules[0]?.srcversion });
     expect(await shell(hostTreeSnapshot(guest.kernel.version))).toBe(hostBefore);
   });
+
+  it("publishes the dkms-nic image's driver root while r8168 is loaded: kept across an agent restart, switched on upgrade, replaced after an agent SIGKILLed mid-switch, kept after one SIGKILLed while it is published, gone when the driver is unloaded", async () => {
+    const release = driverFlavour('dkms-nic').driverVersion;
+    const srcversion = r8168Vendor.built.modules[0]?.srcversion;
+
+    expect((await nicAgentAttempt('driver root: first agent', nicAgentEnv('v1'))).join('\n')).toContain(`driver root published at ${ROOT_PATH}`);
+    const published = await rootState();
+    expect(published).toMatchObject({ shown: release, marker: true, proc: true, r8168: srcversion });
+    expect(published.mounts).toHaveLength(1);
+    expect(published.copies).toHaveLength(1);
+    expect(published.chroot).toMatch(/^GNU C Library/);
+
+    // A restart-only driver-pod restart (the agent stopped without unloading, a new one): the modules stay, and so do the root and its marker.
+    const restarted = await nicAgentAttempt('driver root: restarted agent', nicAgentEnv('v1'));
+    expect(restarted.filter((line) => /driver root (published|replaced)/.test(line))).toEqual([]);
+    expect(await rootState()).toEqual(published);
+
+    // An upgrade: a new root and new parameters (a reload); the root switches once the new driver is verified.
+    const upgraded = await nicAgentAttempt('driver root: upgraded agent', nicAgentEnv('v2', { MODULE_PARAMETERS: 'r8168.eee_enable=0' }));
+    expect(upgraded.join('\n')).toContain(`driver root replaced at ${ROOT_PATH}`);
+    const switched = await rootState();
+    expect(switched).toMatchObject({ shown: `${release}+v2`, marker: true, r8168: srcversion, proc: true });
+    // One mount (the kernel may give the new one the old one's freed ID).
+    expect(switched.mounts).toHaveLength(1);
+    expect(switched.copies).toHaveLength(1);
+    expect(switched.copies).not.toEqual(published.copies);
+
+    // A real agent process (guest/run-killable-agent.ts: the agent's steps on the real kernel
+    // adapter, its root published as the agent publishes it) SIGKILLed mid-switch back to v1: the
+    // new driver verified, the old root unmounted, the new one bound read-only at the path, stopped
+    // at the bind of the node's /dev inside (guest/pausing-command.sh on its PATH), then killed.
+    const killedMidSwitch = await runAgentUntilKilled(guest, nicAgentEnv('v1'), { kind: 'at-command', command: 'mount', args: ['--rbind', '/dev', `${ROOT_PATH}/dev`] }, { verify: true, timeoutMs: NIC_ATTEMPT_TIMEOUT_MS });
+    const halfSwitched = await rootState();
+    console.info(`kernel tests: driver root: agent killed ${killedMidSwitch}: left ${JSON.stringify(halfSwitched)}`);
+    expect(halfSwitched).toMatchObject({ shown: release, marker: false, proc: false, r8168: srcversion });
+    expect(halfSwitched.mounts).toHaveLength(1);
+    expect(halfSwitched.copies).toHaveLength(2);
+    // The next agent replaces the half-made mount (it is not the whole root) and removes the other copy.
+    expect((await nicAgentAttempt('driver root: agent after a kill mid-switch', nicAgentEnv('v1'))).join('\n')).toContain(`driver root replaced at ${ROOT_PATH}`);
+    const replaced = await rootState();
+    expect(replaced).toMatchObject({ shown: release, marker: true, proc: true, r8168: srcversion });
+    expect(replaced.mounts).toHaveLength(1);
+    expect(replaced.copies).toEqual(published.copies);
+    expect(replaced.chroot).toMatch(/^GNU C Library/);
+
+    // An agent SIGKILLed while its root is published (verified, waiting as a running agent does):
+    // nothing cleans up after it, and the next agent keeps the root as it is.
+    await runAgentUntilKilled(guest, nicAgentEnv('v1'), { kind: 'verified' }, { timeoutMs: NIC_ATTEMPT_TIMEOUT_MS });
+    expect(await rootState()).toEqual(replaced);
+    const afterKill = await nicAgentAttempt('driver root: agent after a kill while published', nicAgentEnv('v1'));
+    expect(afterKill.filter((line) => /driver root (published|replaced)/.test(line))).toEqual([]);
+    expect(await rootState()).toEqual(replaced);
+
+    // An agent stopped with UNLOAD_ON_STOP (an uninstall's or a node's drain): r8168 unloaded, and the root, its copies and the marker with it.
+    await nicAgentAttempt('driver root: agent that unloads on stop', nicAgentEnv('v1', { UNLOAD_ON_STOP: 'true' }));
+    expect(await rootState()).toEqual({ mounts: [], shown: null, marker: false, copies: [], r8168: null, chroot: null, proc: false });
+    expect(await shell(hostTreeSnapshot(guest.kernel.version))).toBe(hostBefore);
+  }, 8 * NIC_ATTEMPT_TIMEOUT_MS);
 
   it('after a reboot on the same disk, coldplug loads nothing of ours, and the host tree is still untouched', async () => {
     await guest.saveDisk();

@@ -375,12 +375,16 @@ describe('the shipped manifests on a real kubelet node, with the real images', (
     const applied = performance.now();
     await applyAll(objects);
     // The NIC driver is new on the node: its safe load cordons and drains the node first.
+    const driverPods = async () => (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=driver' })).items;
     const ready = await waitUntil('both driver pods to be Ready', async () => {
-      const pods = (await core.listNamespacedPod({ namespace: INSTALL_NAMESPACE, labelSelector: 'app.kubernetes.io/component=driver' })).items
-        .filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      const pods = (await driverPods()).filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
       const names = pods.map((p) => p.metadata?.labels?.['app.kubernetes.io/name']).sort();
       return names.join(' ') === [DS, NIC_DS].sort().join(' ') ? pods : undefined;
-    }, { timeoutMs: 480_000, intervalMs: 1_000 });
+    }, { timeoutMs: 480_000, intervalMs: 1_000 }).catch(async (error: unknown) => {
+      // Where each pod stands: its phase, its conditions and every container's state.
+      const states = (await driverPods()).map((p) => JSON.stringify({ pod: p.metadata?.name, phase: p.status?.phase, conditions: p.status?.conditions, containers: [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])].map((c) => ({ name: c.name, state: c.state, restarts: c.restartCount })) }));
+      throw new Error(`driver pods not both Ready:\n${states.join('\n')}`, { cause: error });
+    });
     console.info(`presets as shipped: both driver pods Ready ${Math.round(performance.now() - applied)} ms after the apply (the NIC driver's safe load, cordon and drain included)`);
     for (const [pod, driverKeysOf] of ready.map((p) => [p, p.metadata?.labels?.['app.kubernetes.io/name'] === DS ? keys : nicKeys] as const)) {
       // This machine has neither an NVIDIA GPU nor a Realtek NIC (virtio and Intel functions only).

@@ -84,8 +84,12 @@ function loopbackProbe(probe: V1Probe | undefined): void {
   if (probe?.httpGet !== undefined) probe.httpGet.host = '127.0.0.1';
 }
 
-/** The agent's writable host paths in the shipped manifests, moved under the node's work dir. */
-const WRITABLE_HOST_PATHS = new Set(['/run/driver-rollout', '/run/modprobe.d', '/var/lib/driver-rollout/cache', '/var/lib/driver-rollout/gpu/firmware']);
+/**
+ * The agent's writable host paths in the shipped manifests, moved under the node's work dir (a
+ * shared mount, test/bed/real-node/host.sh): /run/nvidia is where the NVIDIA presets publish
+ * their driver root (Bidirectional).
+ */
+const WRITABLE_HOST_PATHS = new Set(['/run/driver-rollout', '/run/modprobe.d', '/run/nvidia', '/var/lib/driver-rollout/cache', '/var/lib/driver-rollout/gpu/firmware']);
 
 /** Each driver's agent listens on the host network: each DaemonSet needs a port of its own. */
 function agentPort(ds: V1DaemonSet, site: RealNodeSite): number {
@@ -103,7 +107,8 @@ function adaptDaemonSet(ds: V1DaemonSet, site: RealNodeSite): void {
   setEnv(agent, 'HTTP_PORT', String(port));
   for (const v of spec.volumes ?? []) {
     const path = v.hostPath?.path;
-    if (path !== undefined && WRITABLE_HOST_PATHS.has(path)) v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
+    // A writable path or one under it (the NIC preset's driver root parent, /run/driver-rollout/<name>).
+    if (path !== undefined && [...WRITABLE_HOST_PATHS].some((w) => path === w || path.startsWith(`${w}/`))) v.hostPath = { path: join(site.hostDir, 'host', path), type: 'DirectoryOrCreate' };
   }
   const readOnly = new Set((spec.volumes ?? []).filter((v) => v.hostPath?.path === '/sys' || v.hostPath?.path === '/lib/modules').map((v) => v.name));
   for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {

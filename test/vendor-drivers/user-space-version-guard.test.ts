@@ -89,7 +89,7 @@ describe("the version guard on Debian's packages", () => {
       CACHE_DIR: join(node, 'cache'),
       READY_FILE: join(node, '.driver-ready'),
       LOCK_PATH: join(node, 'agent.lock'),
-      USER_SPACE_ROOT: root,
+      DRIVER_ROOT_DIR: root,
     });
     const kernel = new SimulatedKernel({ sysModuleDir: join(sysfsRoot, 'module'), runningKernelVersion: '6.1.0-50-amd64' });
     const steps = createAgentSteps(config, kernel, fixedHostInfo({ kernelRelease: '6.1.0-50-amd64', distro: 'debian', distroRelease: '12', arch: 'x64' }), log);

@@ -10,6 +10,20 @@ export interface DaemonSpec {
    * the daemon runs, and the daemon's pid is in this file. Unset: the started process is the daemon.
    */
   readonly pidFile?: string;
+  /**
+   * The directory the daemon writes its pid file and socket to, fixed in the daemon
+   * (`/var/run/nvidia-persistenced`), and where NVIDIA's container toolkit looks for that socket in
+   * the driver root (the same path inside the root). Before the daemon starts, the agent makes
+   * `path` resolve into the root's copy at `inRoot`, so that the socket is in the published root.
+   */
+  readonly runDir?: DaemonRunDir;
+}
+
+export interface DaemonRunDir {
+  /** As the agent and the daemon reach it (`<DAEMON_RUN_DIR>/nvidia-persistenced`). */
+  readonly path: string;
+  /** Inside the driver root (`/var/run/nvidia-persistenced`). */
+  readonly inRoot: string;
 }
 
 /** NVIDIA's PCI vendor and the class NVSwitch reports: bridge (0x06), other (0x80). */
@@ -35,16 +49,29 @@ export type GpuDaemonPlan =
   | { readonly kind: 'run'; readonly daemons: readonly DaemonSpec[] }
   | { readonly kind: 'refuse'; readonly nvSwitches: readonly string[]; readonly message: string };
 
-/** Where the daemons write their pid files under the run directory (`/var/run`): their own, fixed, paths. */
-export const PERSISTENCED_PID_FILE = 'nvidia-persistenced/nvidia-persistenced.pid';
-export const FABRIC_MANAGER_PID_FILE = 'nvidia-fabricmanager/nv-fabricmanager.pid';
+/** The daemons' own directories under the run directory (`/var/run`), fixed in each daemon: pid file and socket. */
+export const PERSISTENCED_RUN_DIR = 'nvidia-persistenced';
+export const FABRIC_MANAGER_RUN_DIR = 'nvidia-fabricmanager';
+export const PERSISTENCED_PID_FILE = `${PERSISTENCED_RUN_DIR}/nvidia-persistenced.pid`;
+export const FABRIC_MANAGER_PID_FILE = `${FABRIC_MANAGER_RUN_DIR}/nv-fabricmanager.pid`;
+/**
+ * Where NVIDIA's container toolkit looks for the daemons' sockets in a driver root, to mount them
+ * into GPU containers: libnvidia-container's NV_PERSISTENCED_SOCKET and NV_FABRICMANAGER_SOCKET
+ * (`_PATH_VARRUN "nvidia-persistenced/socket"`), resolved inside the root it is configured with.
+ */
+export const ROOT_RUN_DIR = '/var/run';
+
+function runDirOf(runDir: string, own: string): DaemonRunDir {
+  return { path: `${runDir}/${own}`, inRoot: `${ROOT_RUN_DIR}/${own}` };
+}
 
 /**
  * Pure: which daemons run beside a loaded GPU driver. Without a GPU served, none. With one:
  * nvidia-persistenced when the root has it (persistence mode on, as NVIDIA's driver container runs
  * it). NVSwitch devices need the fabric manager (without it CUDA fails on every GPU while the
  * driver looks loaded): run when the root has it, else a refusal naming the switches. `runDir`
- * is where the daemons write their pid files (`/var/run` in the container).
+ * is where the daemons write their pid files and sockets (`/var/run` in the container); each
+ * daemon's own directory there is to resolve into the root's (`runDir` of each spec).
  */
 export function planGpuDaemons(gpus: readonly PciDevice[], allDevices: readonly PciDevice[], found: GpuDaemonBinaries, runDir = '/var/run'): GpuDaemonPlan {
   if (gpus.length === 0) return { kind: 'run', daemons: [] };
@@ -55,11 +82,11 @@ export function planGpuDaemons(gpus: readonly PciDevice[], allDevices: readonly 
   const daemons: DaemonSpec[] = [];
   if (found.persistenced !== undefined) {
     const cfg = found.libraryDir === undefined ? [] : [`--nvidia-cfg-path=${found.libraryDir}`];
-    daemons.push({ name: 'nvidia-persistenced', argv: [found.persistenced, '--persistence-mode', ...cfg], pidFile: `${runDir}/${PERSISTENCED_PID_FILE}` });
+    daemons.push({ name: 'nvidia-persistenced', argv: [found.persistenced, '--persistence-mode', ...cfg], pidFile: `${runDir}/${PERSISTENCED_PID_FILE}`, runDir: runDirOf(runDir, PERSISTENCED_RUN_DIR) });
   }
   if (switches.length > 0 && found.fabricManager !== undefined) {
     const cfg = found.fabricManagerConfig === undefined ? [] : ['-c', found.fabricManagerConfig];
-    daemons.push({ name: 'nv-fabricmanager', argv: [found.fabricManager, ...cfg], pidFile: `${runDir}/${FABRIC_MANAGER_PID_FILE}` });
+    daemons.push({ name: 'nv-fabricmanager', argv: [found.fabricManager, ...cfg], pidFile: `${runDir}/${FABRIC_MANAGER_PID_FILE}`, runDir: runDirOf(runDir, FABRIC_MANAGER_RUN_DIR) });
   }
   return { kind: 'run', daemons };
 }

@@ -30,6 +30,7 @@ step); docs/presets.md lists what each supports.
 -}}
 {{- $nvidia := dict
   "pciVendor" "10de"
+  "deviceClasses" (list "0300" "0302")
   "source" (dict "dir" "/opt/driver-src")
   "prebuiltModulesDir" "/opt/lib/modules"
   "firmwareDir" "/opt/driver-firmware"
@@ -39,6 +40,7 @@ step); docs/presets.md lists what each supports.
   "blacklistOnHost" true
   "deviceFilePrefixes" (list "/dev/nvidia")
   "preflightModules" (list "nvidia_drm" "nvidia_modeset" "nvidia_uvm" "nvidia")
+  "driverRoot" (dict "dir" "/opt/driver-root" "path" "/run/nvidia/driver" "check" (list "nvidia-smi"))
   "upgradePolicy" $gpuPolicy
 -}}
 {{- $presets := dict
@@ -70,6 +72,7 @@ step); docs/presets.md lists what each supports.
     "blacklistOnHost" false
     "deviceFilePrefixes" (list)
     "preflightModules" (list "r8168")
+    "driverRoot" (dict "dir" "/opt/driver-root")
     "upgradePolicy" $nicPolicy
   )
   "custom" (dict

@@ -2,7 +2,8 @@
 # The real node's effects on the host, outside its work dir, made and undone here (root):
 #
 #   host.sh setup    DIR ID   before containerd and the kubelet start; also makes the node's pod
-#                             network: a bridge with a free 10.250.N.0/24, written to DIR/pod-network.env
+#                             network: a bridge with a free 10.250.N.0/24, written to DIR/pod-network.env,
+#                             and DIR/host, where the agent's host paths go, a shared mount
 #   host.sh teardown DIR ID   kills what the node runs, unmounts everything under DIR, removes
 #                             its cgroups and its bridge, and, when it is the last real node on this machine,
 #                             restores the sysctls the kubelet rewrites, removes the kubelet's
@@ -42,12 +43,24 @@ setup() {
   printf '%s\n' "$dir" > "$state/users/$id"
   pod_network "$dir" "$id" || { flock -u 7; return 1; }
   flock -u 7
+  shared_host_dir "$dir" || return 1
   for h in $(hierarchies); do
     mkdir -p "$h/drtest-$id"
     if [ -f "$h/cpuset.cpus" ]; then
       cat "$h/cpuset.cpus" > "$h/drtest-$id/cpuset.cpus"; cat "$h/cpuset.mems" > "$h/drtest-$id/cpuset.mems"
     fi
   done
+}
+
+# The agent's host paths (DIR/host/...) on a mount of their own with shared propagation, as a
+# systemd host's / is: a driver root the agent mounts under a Bidirectional volume (/run/nvidia)
+# then reaches the host and the pods that mount it. This machine's / is private, and runc refuses
+# a Bidirectional volume whose mount is not shared. Teardown unmounts it with the rest under DIR.
+shared_host_dir() {
+  local host=$1/host
+  mkdir -p "$host"
+  if ! mountpoint -q "$host"; then mount --bind "$host" "$host" || return 1; fi
+  mount --make-shared "$host"
 }
 
 # The network of the node's pods that do not use the host's (CNI bridge plugin, isGateway false:

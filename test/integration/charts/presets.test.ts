@@ -3,10 +3,12 @@ import { loadAllYaml } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parseAgentConfig } from '../../../agent/config/parse-agent-config.ts';
+import { servesNvidiaGpus } from '../../../agent/detect/device-selector.ts';
 import { moduleConfigSha256 } from '../../../agent/kernel/module-config-sha256.ts';
 import { templateDriverFingerprint } from '../../../coordinator/cluster/template-driver-fingerprint.ts';
 import { imageReference } from '../../../drivers/build-driver-images.ts';
@@ -68,6 +70,17 @@ describe('the chart presets', () => {
     } else {
       expect(env['HOST_BLACKLIST_DIR']).toBeUndefined();
     }
+    // The driver root: the image's user space, published where NVIDIA's operands look (NVIDIA) or beside the driver's own run dir.
+    const rootPath = flavour.userSpacePackages.length > 0 ? '/run/nvidia/driver' : '/run/driver-rollout/drv/driver';
+    expect(env).toMatchObject({ DRIVER_ROOT_DIR: '/opt/driver-root', DRIVER_ROOT_PATH: rootPath });
+    expect(env['DRIVER_ROOT_CHECK']).toBe(flavour.userSpacePackages.length > 0 ? 'nvidia-smi' : undefined);
+    // For a GPU driver the same root is what the version guard checks and nvidia-persistenced runs from:
+    // on in the NVIDIA presets, whose images carry both; the NIC's root (the C library only) is published only.
+    const config = parseAgentConfig([], { ...env, NODE_NAME: 'n1', POD_NAME: 'drv-x', POD_NAMESPACE: 'driver-rollout' });
+    expect(config.driverRootDir).toBe('/opt/driver-root');
+    expect(servesNvidiaGpus(config.deviceSelector)).toBe(flavour.daemonPackages.length > 0);
+    // Its bind mount must reach the host and outlive the pod.
+    expect(agentOf(ds)?.volumeMounts?.find((m) => m.name === 'driver-root-parent')).toMatchObject({ mountPath: dirname(rootPath), mountPropagation: 'Bidirectional' });
     // Every module the preset loads is one the flavour builds.
     for (const module of (env['DRIVER_MODULES'] ?? '').split(' ')) expect(flavour.modules).toContain(module);
   });

@@ -113,17 +113,10 @@ describe('parseAgentConfig', () => {
     ['a recipe that is not JSON', { BUILD_RECIPE: 'kind=make' }, '--build-recipe / BUILD_RECIPE: build-recipe: not JSON'],
     ['a relative dependency Module.symvers', { DEPENDENCY_SYMVERS: 'ofed/Module.symvers' }, '--dependency-symvers / DEPENDENCY_SYMVERS: not absolute paths: ofed/Module.symvers'],
     ['a recipe and MAKE_VARIABLES', { BUILD_RECIPE: '{"kind":"kbuild"}', MAKE_VARIABLES: 'A=1' }, '--make-variables / MAKE_VARIABLES: give the variables in --build-recipe'],
-    ['a relative user-space root', { USER_SPACE_ROOT: 'opt/driver-root' }, '--user-space-root / USER_SPACE_ROOT: not an absolute path: opt/driver-root'],
-    ['a relative daemon run dir', { DAEMON_RUN_DIR: 'run' }, '--daemon-run-dir / DAEMON_RUN_DIR: not an absolute path: run'],
   ])('rejects %s, naming the field', (_what, env, start) => {
     const problems = problemsOf([], { ...podEnv, ...env });
     expect(problems).toHaveLength(1);
     expect(problems[0]?.startsWith(start)).toBe(true);
-  });
-
-  it('the user space: none by default (no guard, no daemons); a root and the daemons\' run dir when given', () => {
-    expect(parseAgentConfig([], podEnv)).toMatchObject({ userSpaceRoot: undefined, daemonRunDir: '/var/run' });
-    expect(parseAgentConfig([], { ...podEnv, USER_SPACE_ROOT: '/opt/driver-root', DAEMON_RUN_DIR: '/run' })).toMatchObject({ userSpaceRoot: '/opt/driver-root', daemonRunDir: '/run' });
   });
 
   it('a tarball source needs its sha256', () => {

@@ -1,18 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseAgentConfig } from '../../../../agent/config/parse-agent-config.ts';
-import { ConfigError } from '../../../../shared/errors.ts';
-
-const base = { NODE_NAME: 'n', POD_NAME: 'p', POD_NAMESPACE: 'ns', DRIVER_NAME: 'gpu', DRIVER_VERSION: '1', DRIVER_SOURCE_DIR: '/src' };
-
-function problems(env: Record<string, string>): string[] {
-  try {
-    parseAgentConfig([], { ...base, ...env });
-    return [];
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    return error.problems.map((p) => `${p.path}: ${p.message}`);
-  }
-}
+import { agentConfigProblems as problems, BASE_AGENT_ENV as base } from './agent-config-problems.ts';
 
 describe('teardown settings', () => {
   it('defaults: no holders, nsenter into PID 1, SR-IOV teardown on, vfio-pci unbound, /dev/vfio; preflight on hourly', () => {

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -52,6 +52,8 @@ const persistencedSpec = {
   name: 'nvidia-persistenced',
   argv: ['/root/usr/bin/nvidia-persistenced', '--persistence-mode', '--nvidia-cfg-path=/root/usr/lib/x86_64-linux-gnu/nvidia/current'],
   pidFile: '/var/run/nvidia-persistenced/nvidia-persistenced.pid',
+  // Its socket's directory, and where the container toolkit looks for it in the driver root.
+  runDir: { path: '/var/run/nvidia-persistenced', inRoot: '/var/run/nvidia-persistenced' },
 };
 
 describe('planGpuDaemons (pure), on fixture sysfs', () => {
@@ -88,13 +90,25 @@ describe('planGpuDaemons (pure), on fixture sysfs', () => {
         kind: 'run',
         daemons: [
           persistencedSpec,
-          { name: 'nv-fabricmanager', argv: ['/root/usr/bin/nv-fabricmanager', '-c', '/root/usr/share/nvidia/nvswitch/fabricmanager.cfg'], pidFile: '/var/run/nvidia-fabricmanager/nv-fabricmanager.pid' },
+          { name: 'nv-fabricmanager', argv: ['/root/usr/bin/nv-fabricmanager', '-c', '/root/usr/share/nvidia/nvswitch/fabricmanager.cfg'], pidFile: '/var/run/nvidia-fabricmanager/nv-fabricmanager.pid',
+            runDir: { path: '/var/run/nvidia-fabricmanager', inRoot: '/var/run/nvidia-fabricmanager' },
+          },
         ],
       },
     ],
   ])('%s', async (_name, node, binaries, expected) => {
     const { all, gpus } = await devicesOf(node());
     expect(planGpuDaemons(gpus, all, binaries)).toEqual(expected);
+  });
+
+  it("puts each daemon's run dir under the configured run dir, and its place in the root where the toolkit looks, whatever the run dir", async () => {
+    const { all, gpus } = await devicesOf(anHgxNode());
+    const plan = planGpuDaemons(gpus, all, both, '/node/run');
+    if (plan.kind !== 'run') throw new Error(plan.message);
+    expect(plan.daemons.map((d) => [d.pidFile, d.runDir])).toEqual([
+      ['/node/run/nvidia-persistenced/nvidia-persistenced.pid', { path: '/node/run/nvidia-persistenced', inRoot: '/var/run/nvidia-persistenced' }],
+      ['/node/run/nvidia-fabricmanager/nv-fabricmanager.pid', { path: '/node/run/nvidia-fabricmanager', inRoot: '/var/run/nvidia-fabricmanager' }],
+    ]);
   });
 });
 
@@ -119,12 +133,17 @@ describe('createGpuDaemons: the daemons of the driver root beside a loaded drive
     return d;
   }
 
-  it('starts nvidia-persistenced from the root on a GPU node, and stops it before an unload', async () => {
+  /** A GPU node whose root has a stand-in nvidia-persistenced, and the daemons over them. */
+  async function aGpuNodeWithPersistenced() {
     const { root, runDir, standIns } = await aRoot(['nvidia-persistenced']);
     const [persistenced] = standIns;
     if (persistenced === undefined) throw new Error('no stand-in');
     const { sysfsRoot, gpus } = await devicesOf(aGpuNode());
-    const daemons = daemonsFor(root, runDir, sysfsRoot);
+    return { root, runDir, persistenced, gpus, daemons: daemonsFor(root, runDir, sysfsRoot) };
+  }
+
+  it('starts nvidia-persistenced from the root on a GPU node, and stops it before an unload', async () => {
+    const { root, persistenced, gpus, daemons } = await aGpuNodeWithPersistenced();
     expect(await daemons.ensureRunning(gpus)).toEqual(['nvidia-persistenced']);
     const pid = await waitUntil('persistenced running', persistenced.pid);
     expect(await persistenced.starts()).toEqual([`--persistence-mode --nvidia-cfg-path=${join(root, 'usr/lib/x86_64-linux-gnu/nvidia/current')}`]);
@@ -132,6 +151,32 @@ describe('createGpuDaemons: the daemons of the driver root beside a loaded drive
     await daemons.stop();
     expect(await isRunning(pid)).toBe(false);
     expect(daemons.supervising()).toBe(false);
+  });
+
+  it("with the root's copy to publish, persistenced writes into the root's /var/run/nvidia-persistenced, and after a reload into the new copy's", async () => {
+    const { runDir, persistenced, gpus, daemons } = await aGpuNodeWithPersistenced();
+    const [v1, v2] = [join(work, `copy-${++count}`), join(work, `copy-${++count}`)];
+    // Debian's layout in the first copy (var/run -> /run, absolute), none in the second.
+    await mkdir(join(v1, 'var'), { recursive: true });
+    await symlink('/run', join(v1, 'var', 'run'));
+    await mkdir(v2);
+
+    await daemons.ensureRunning(gpus, v1);
+    const pid = await waitUntil('persistenced running', persistenced.pid);
+    expect(await readFile(join(v1, 'run', 'nvidia-persistenced', 'nvidia-persistenced.pid'), 'utf8')).toBe(`${pid}\n`);
+    expect(await realpath(join(runDir, 'nvidia-persistenced'))).toBe(await realpath(join(v1, 'run', 'nvidia-persistenced')));
+
+    // A reload stops the daemons; the new driver's root is another copy.
+    await daemons.stop();
+    await daemons.ensureRunning(gpus, v2);
+    const next = await waitUntil('persistenced running again', async () => {
+      const p = await persistenced.pid();
+      return p !== pid ? p : undefined;
+    });
+    expect(await readFile(join(v2, 'var', 'run', 'nvidia-persistenced', 'nvidia-persistenced.pid'), 'utf8')).toBe(`${next}\n`);
+    // The 30 s re-check leaves a running daemon's link alone.
+    await daemons.ensureRunning(gpus, v1);
+    expect(await realpath(join(runDir, 'nvidia-persistenced'))).toBe(await realpath(join(v2, 'var', 'run', 'nvidia-persistenced')));
   });
 
   it('reports a daemon that keeps failing as DaemonFailed, and Ready again once it runs', async () => {

@@ -5,6 +5,7 @@ import {
   matchesSelector,
   normalizeHexId,
   selectDevices,
+  servesNvidiaGpus,
 } from '../../../../agent/detect/device-selector.ts';
 import type { PciDevice } from '../../../../agent/detect/pci-device.ts';
 
@@ -38,6 +39,17 @@ describe('matchesSelector', () => {
     const d = aDevice({ vendor, classCode });
     expect(matchesSelector(d, DEVICE_KIND_SELECTORS.gpu)).toBe(gpu);
     expect(matchesSelector(d, DEVICE_KIND_SELECTORS.nic)).toBe(nic);
+  });
+});
+
+describe('servesNvidiaGpus: whose driver root must carry NVIDIA\'s user space', () => {
+  it.each([
+    { what: 'the gpu kind', selector: DEVICE_KIND_SELECTORS.gpu, serves: true },
+    { what: 'NVIDIA\'s vendor among others (DEVICE_VENDORS)', selector: { vendors: ['0x1002', '0x10de'], classPrefixes: ['0x0302'] }, serves: true },
+    { what: 'the nic kind (Mellanox)', selector: DEVICE_KIND_SELECTORS.nic, serves: false },
+    { what: 'a Realtek NIC (the dkms-nic preset)', selector: { vendors: ['0x10ec'], classPrefixes: ['0x0200'] }, serves: false },
+  ])('$what: $serves', ({ selector, serves }) => {
+    expect(servesNvidiaGpus(selector)).toBe(serves);
   });
 });
 
