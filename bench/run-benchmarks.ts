@@ -141,7 +141,7 @@ async function rolloutSuite(): Promise<{ figures: Figure[]; notes: string[]; cha
       { name: `rollout ${label}: controller overhead per wave`, unit: 's', spread: of((m) => m.overheadPerWaveSeconds), ...(c.nodes === 200 && c.unavailablePercent === 10 && c.reloadSeconds === 0 ? { target: { op: '<=' as const, value: 1 } } : {}) },
       ...floorFigures(label, runs),
       { name: `rollout ${label}: API writes per upgraded node (Events included)`, unit: 'writes', spread: of((m) => m.writesPerNode), target: { op: '<=', value: 12 } },
-      { name: `rollout ${label}: cordon write conflicts per upgraded node (409, each re-read and retried)`, unit: 'conflicts', spread: of((m) => m.conflictsPerNode) },
+      { name: `rollout ${label}: cordon writes refused by their guard per upgraded node (422, each re-read and retried)`, unit: 'conflicts', spread: of((m) => m.conflictsPerNode) },
       { name: `rollout ${label}: node re-reads after a conflict per upgraded node (each followed by the write tried again)`, unit: 'retries', spread: of((m) => m.retriesPerNode) },
       { name: `rollout ${label}: node write lists failed and planned again per upgraded node`, unit: 'lists', spread: of((m) => m.replannedPerNode) },
       ...churnFigures(label, runs),

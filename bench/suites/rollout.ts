@@ -18,8 +18,9 @@
  * exceed maxUnavailable); the coordinator's CPU time and RSS; the most nodes NotReady at once (a
  * test bed whose heartbeats fall behind shows here). With label churn (`labelChurnSeconds`), a
  * separate process (bench/run-label-churn.ts) rewrites NFD- and GFD-style labels of every node
- * from before the floors are sampled until the rollout ends: the coordinator's 409s, its node
- * re-reads and retries, and whether every label the churn stored is still on its node.
+ * from before the floors are sampled until the rollout ends: the coordinator's refused cordon
+ * writes, its node re-reads and retries, and whether every label the churn stored is still on
+ * its node.
  */
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -132,17 +133,18 @@ export interface RolloutMeasurement {
   readonly writesPerNode: number;
   readonly eventsPerNode: number;
   /**
-   * Cordon and uncordon writes refused because the node changed since it was read (409), per
-   * upgraded node (driver_rollout_node_write_conflicts_total); each is one more read and one
-   * more patch, counted in writesPerNode and requestsPerNode too.
+   * Cordon and uncordon writes refused because a field they were made from changed since the
+   * node was read (422, a failed JSON Patch test), per upgraded node
+   * (driver_rollout_node_write_conflicts_total); each is one more read and one more patch,
+   * counted in writesPerNode and requestsPerNode too.
    */
   readonly conflictsPerNode: number;
   /**
    * Node reads by the coordinator during the rollout per upgraded node (audit: `get nodes`): a
-   * node is read only after a 409, and its write is tried again on what was read.
+   * node is read only after a refused cordon write, which is tried again on what was read.
    */
   readonly retriesPerNode: number;
-  /** Node write lists that failed and were planned afresh by a later pass (a 409 on every try, or another error), per upgraded node. */
+  /** Node write lists that failed and were planned afresh by a later pass (refused on every try, or another error), per upgraded node. */
   readonly replannedPerNode: number;
   /** The coordinator's CPU time (user + system, its process_cpu_seconds_total) from the change to the last node done. */
   readonly coordinatorCpuSeconds: number;
@@ -805,7 +807,7 @@ async function cpuSeconds(port: number): Promise<number> {
   return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
 }
 
-/** The coordinator's cordon writes refused with 409 so far, over every driver. */
+/** The coordinator's cordon writes refused by their guard so far, over every driver. */
 async function writeConflicts(port: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   return [...text.matchAll(/^driver_rollout_node_write_conflicts_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);

@@ -21,11 +21,18 @@ export function keepWatching(kc: KubeConfig, path: string, query: Record<string,
     if (stopped) return;
     const params = resourceVersion === undefined ? query : { ...query, resourceVersion };
     new BookmarkedWatch(kc).watch(path, params, (type: string, apiObject: unknown) => {
+      // An ERROR event (a Status, e.g. 410 Gone: the resourceVersion is older than the API
+      // server's watch window, as under heavy churn) ends the watch: start again from a fresh
+      // list, or the watch would re-open at the same resourceVersion and be refused for ever.
+      if (type === 'ERROR') {
+        resourceVersion = undefined;
+        return;
+      }
       const object = apiObject as V1Node & V1Pod;
       resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
       if (type !== 'BOOKMARK') handle(type, object);
     }, (error: unknown) => {
-      // 410 Gone: the resourceVersion is too old; start again from a fresh list.
+      // A failed request may be the same refusal: start again from a fresh list.
       if (error !== null && error !== undefined) resourceVersion = undefined;
       setTimeout(open, 200);
     }).then((request) => {
