@@ -2,10 +2,9 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1Node } from '@kubernetes/client-node';
 import { DriverRolloutError, toError } from '../../shared/errors.ts';
 import { nodeFactsOf } from '../cluster/snapshot-of-object.ts';
-import { isStartOfUpgrade } from '../plan/pool-capacity.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { NodeAction, NodeObjectAction, NodePlan, RequireSamePodsAction, SetStateAction } from '../plan/action.ts';
-import { changesCordon, guardedNodePatch, nodePatchOf, type NodeAsRead } from '../plan/node-patch.ts';
+import { changesCordon, guardedNodePatch, nodePatchOf, startsUpgrade, type NodeAsRead } from '../plan/node-patch.ts';
 import type { PodRef } from '../plan/snapshot.ts';
 import { apiErrorMessage, isInvalid } from '../../shared/kube/api-error.ts';
 import { withTimeout } from '../with-timeout.ts';
@@ -217,7 +216,7 @@ async function patchNode(node: string, actions: readonly NodeObjectAction[], hoo
  */
 async function patchAgainstRead(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<V1Node> {
   let read = hooks.nodeAsKnown(node);
-  const starts = actions.some((a) => a.kind === 'setState' && isStartOfUpgrade(a.from, a.to));
+  const starts = startsUpgrade(actions);
   for (let tries = 1; ; tries++) {
     read ??= await hooks.writer.readNode(node);
     // The planner started a Ready node; one NotReady by now (the cache, or the read after a

@@ -110,8 +110,8 @@ export function guardedNodePatch(actions: readonly NodeObjectAction[], read: Nod
   return ops;
 }
 
-/** Whether the actions start the node's upgrade (a state change out of upgrade-done or upgrade-required into a step). */
-function startsUpgrade(actions: readonly NodeObjectAction[]): boolean {
+/** Whether the actions start the node's upgrade (isStartOfUpgrade: out of upgrade-required into a step). */
+export function startsUpgrade(actions: readonly NodeObjectAction[]): boolean {
   return actions.some((a) => a.kind === 'setState' && isStartOfUpgrade(a.from, a.to));
 }
 
