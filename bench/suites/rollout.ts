@@ -40,7 +40,7 @@ import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { freePort } from '../../test/bed/free-port.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
 import { keepWatching } from '../../test/bed/keep-watching.ts';
-import { nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT, type NodeHeartbeat } from '../../test/bed/node-heartbeat.ts';
+import { kwokLeaseWorkers, nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT, type NodeHeartbeat } from '../../test/bed/node-heartbeat.ts';
 import { startProgram, type ProgramProcess } from '../../test/bed/program-process.ts';
 import { installCrd } from '../../test/integration/coordinator/harness.ts';
 import { readApiServerMetrics } from '../lib/api-server-metrics.ts';
@@ -214,6 +214,7 @@ export async function measureRollout(c: RolloutCase, log: (line: string) => void
     controllerQps: 2_000,
     podStartDelayMs: c.reloadSeconds * 1000,
     nodeHeartbeat: heartbeat,
+    kwokLeaseWorkers: kwokLeaseWorkers(c.nodes, heartbeat),
     apiServerArgs: [`--audit-policy-file=${auditPolicy}`, `--audit-log-path=${auditLog}`, '--audit-log-format=json', '--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'],
   });
   try {

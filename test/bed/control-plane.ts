@@ -8,7 +8,7 @@ import { ensureBinaries } from './ensure-binaries.ts';
 import { createFakeNodes, type FakeNodeSpec } from './fake-nodes.ts';
 import { freePort } from './free-port.ts';
 import { generatePki, type Pki } from './generate-pki.ts';
-import { DEFAULT_NODE_HEARTBEAT, type NodeHeartbeat } from './node-heartbeat.ts';
+import { DEFAULT_NODE_HEARTBEAT, KWOK_DEFAULT_LEASE_WORKERS, type NodeHeartbeat } from './node-heartbeat.ts';
 import { startRealNode, type RealNode } from './real-node/start-real-node.ts';
 import { reapStaleRuns, WORK_DIR_PREFIX } from './reap-stale-runs.ts';
 import { logTail, startSupervised, type SupervisedProcess } from './supervised-process.ts';
@@ -57,6 +57,8 @@ export interface StartOptions {
    * (default DEFAULT_NODE_HEARTBEAT; nodeHeartbeatFor(nodes) for thousands of nodes on a small machine).
    */
   readonly nodeHeartbeat?: NodeHeartbeat;
+  /** `full` only: KWOK's `nodeLeaseParallelism` (default KWOK's own, 4; kwokLeaseWorkers for thousands of nodes). */
+  readonly kwokLeaseWorkers?: number;
 }
 
 const SERVICE_CIDR = '10.96.0.0/16';
@@ -161,6 +163,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
           `--node-lease-duration-seconds=${String(heartbeat.leaseDurationSeconds)}`,
           `--server-address=127.0.0.1:${await freePort()}`,
           ...(await kwokStageFiles(binDir, workDir, options.podStartDelayMs ?? 0)).map((f) => `--config=${f}`),
+          `--config=${await kwokOptionsFile(workDir, options.kwokLeaseWorkers ?? KWOK_DEFAULT_LEASE_WORKERS)}`,
         ]),
       );
       // The service-account controller creating `default` proves the controller manager runs.
@@ -244,6 +247,13 @@ async function kwokStageFiles(binDir: string, workDir: string, podStartDelayMs: 
     await writeFile(podStages, text.replace(running, `${running}  delay:\n    durationMilliseconds: ${Math.round(podStartDelayMs)}\n`));
   }
   return [initialize, join(stock, 'node-heartbeat-with-lease.yaml'), join(stock, 'pod-delete.yaml'), podStages];
+}
+
+/** A KwokConfiguration with the options no flag of KWOK's sets. */
+async function kwokOptionsFile(workDir: string, leaseWorkers: number): Promise<string> {
+  const path = join(workDir, 'kwok-options.yaml');
+  await writeFile(path, `apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  nodeLeaseParallelism: ${String(leaseWorkers)}\n`);
+  return path;
 }
 
 function loadAdmin(path: string): KubeConfig {
