@@ -249,12 +249,20 @@ async function kwokStageFiles(binDir: string, workDir: string, podStartDelayMs: 
   return [initialize, join(stock, 'node-heartbeat-with-lease.yaml'), join(stock, 'pod-delete.yaml'), podStages];
 }
 
-/** A KwokConfiguration with the options no flag of KWOK's sets. */
+/**
+ * A KwokConfiguration with the options no flag of KWOK's sets. KWOK does not default the options
+ * of a configuration it is given (its stage workers would be 0 and it would refuse to start), so
+ * the stage workers are written out at KWOK's own defaults.
+ */
 async function kwokOptionsFile(workDir: string, leaseWorkers: number): Promise<string> {
   const path = join(workDir, 'kwok-options.yaml');
-  await writeFile(path, `apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  nodeLeaseParallelism: ${String(leaseWorkers)}\n`);
+  const options = { nodeLeaseParallelism: leaseWorkers, nodePlayStageParallelism: KWOK_DEFAULT_STAGE_WORKERS, podPlayStageParallelism: KWOK_DEFAULT_STAGE_WORKERS };
+  await writeFile(path, `apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n${Object.entries(options).map(([k, v]) => `  ${k}: ${String(v)}\n`).join('')}`);
   return path;
 }
+
+/** KWOK's default for `nodePlayStageParallelism` and `podPlayStageParallelism`. */
+const KWOK_DEFAULT_STAGE_WORKERS = 4;
 
 function loadAdmin(path: string): KubeConfig {
   const kc = new KubeConfig();
