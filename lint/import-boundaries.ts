@@ -60,8 +60,8 @@ export const BOUNDARIES: readonly ImportBoundary[] = [
   })),
   {
     files: 'coordinator/plan/',
-    because: 'the planner is pure: it imports only its own files, coordinator/policy/, shared/keys.ts and the annotations\' schemas, and no I/O',
-    mayImportOnly: ['coordinator/plan/', 'coordinator/policy/', 'shared/keys.ts', 'shared/node-annotations.ts', 'shared/driver-identity.ts', 'shared/module-signature-verdict.ts', 'shared/kernel-signature-policy.ts'],
+    because: 'the planner is pure: it imports only its own files, coordinator/policy/, shared/keys.ts, the annotations\' schemas and the JSON Patch form, and no I/O',
+    mayImportOnly: ['coordinator/plan/', 'coordinator/policy/', 'shared/keys.ts', 'shared/node-annotations.ts', 'shared/driver-identity.ts', 'shared/module-signature-verdict.ts', 'shared/kernel-signature-policy.ts', 'shared/kube/json-patch.ts'],
     forbiddenPackages: ['@kubernetes/client-node', 'execa', ...NODE_IO_MODULES],
   },
   { files: 'agent/', because: 'agent/ and coordinator/ are separate programs', mayNotImport: ['coordinator/', 'cli/'] },

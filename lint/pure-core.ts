@@ -10,7 +10,7 @@ export const PURE_CORE: readonly string[] = [
   'coordinator/policy/',
   // The informers' cache bookkeeping.
   'coordinator/cluster/indexed-store.ts',
-  // shared/: keys, errors, names and arithmetic every program uses.
+  // shared/: keys, errors, names, arithmetic and the JSON Patch form every program uses.
   'shared/backoff.ts',
   'shared/config/',
   'shared/cli-help.ts',
@@ -20,6 +20,7 @@ export const PURE_CORE: readonly string[] = [
   'shared/kernel-signature-policy.ts',
   'shared/keys.ts',
   'shared/kmod/find-module-users.ts',
+  'shared/kube/json-patch.ts',
   'shared/kmod/loaded-module.ts',
   'shared/module-signature-verdict.ts',
   'shared/node-annotations.ts',

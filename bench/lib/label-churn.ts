@@ -3,12 +3,14 @@
  * rewrites its labels of every node once per sleep interval (60 s by default for both), through
  * nfd-master's JSON Patch of the Node with no resourceVersion. GFD's own
  * `nvidia.com/gfd.timestamp` changes on every write, so every write stores a new resourceVersion
- * of the Node: the churn that makes a write guarded by a resourceVersion conflict. Here every
+ * of the Node: the churn that makes a write guarded by a resourceVersion conflict (the
+ * coordinator's cordon writes test only the fields they are made from, so it makes them none). Here every
  * write of either writer changes one value (its generation), the worst case of that.
  *
  * Pure: the labels of a writer's generation, the patch that writes them, and which of them a
  * node no longer carries (our writes must never drop another writer's labels).
  */
+import { jsonPointer, type JsonPatchOperation } from '../../shared/kube/json-patch.ts';
 
 /** One writer of churn: its name and its labels at a generation (1, 2, ...). */
 export interface ChurnWriter {
@@ -44,19 +46,12 @@ export const GFD_WRITER: ChurnWriter = {
 
 export const CHURN_WRITERS: readonly ChurnWriter[] = [NFD_WRITER, GFD_WRITER];
 
-/** One operation of a JSON Patch (RFC 6902). */
-export interface JsonPatchOperation {
-  readonly op: 'add';
-  readonly path: string;
-  readonly value: string;
-}
-
 /**
  * The JSON Patch that sets `labels` on a Node, as nfd-master sends it: `add` replaces a label
- * that exists. Key characters escaped by RFC 6901 (`~` as `~0`, `/` as `~1`).
+ * that exists.
  */
 export function labelPatch(labels: Readonly<Record<string, string>>): JsonPatchOperation[] {
-  return Object.entries(labels).map(([key, value]) => ({ op: 'add', path: `/metadata/labels/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, value }));
+  return Object.entries(labels).map(([key, value]) => ({ op: 'add', path: jsonPointer('metadata', 'labels', key), value }));
 }
 
 /**

@@ -18,8 +18,9 @@
  * exceed maxUnavailable); the coordinator's CPU time and RSS; the most nodes NotReady at once (a
  * test bed whose heartbeats fall behind shows here). With label churn (`labelChurnSeconds`), a
  * separate process (bench/run-label-churn.ts) rewrites NFD- and GFD-style labels of every node
- * from before the floors are sampled until the rollout ends: the coordinator's 409s, its node
- * re-reads and retries, and whether every label the churn stored is still on its node.
+ * from before the floors are sampled until the rollout ends: the coordinator's refused cordon
+ * writes, its node re-reads and retries, and whether every label the churn stored is still on
+ * its node.
  */
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -39,7 +40,7 @@ import { sampleApiConnections } from '../../test/bed/api-connection-sampler.ts';
 import { freePort } from '../../test/bed/free-port.ts';
 import { startControlPlane, type ControlPlane } from '../../test/bed/control-plane.ts';
 import { keepWatching } from '../../test/bed/keep-watching.ts';
-import { nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT, type NodeHeartbeat } from '../../test/bed/node-heartbeat.ts';
+import { kwokLeaseWorkers, nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT, type NodeHeartbeat } from '../../test/bed/node-heartbeat.ts';
 import { startProgram, type ProgramProcess } from '../../test/bed/program-process.ts';
 import { installCrd } from '../../test/integration/coordinator/harness.ts';
 import { readApiServerMetrics } from '../lib/api-server-metrics.ts';
@@ -132,17 +133,18 @@ export interface RolloutMeasurement {
   readonly writesPerNode: number;
   readonly eventsPerNode: number;
   /**
-   * Cordon and uncordon writes refused because the node changed since it was read (409), per
-   * upgraded node (driver_rollout_node_write_conflicts_total); each is one more read and one
-   * more patch, counted in writesPerNode and requestsPerNode too.
+   * Cordon and uncordon writes refused because a field they were made from changed since the
+   * node was read (422, a failed JSON Patch test), per upgraded node
+   * (driver_rollout_node_write_conflicts_total); each is one more read and one more patch,
+   * counted in writesPerNode and requestsPerNode too.
    */
   readonly conflictsPerNode: number;
   /**
    * Node reads by the coordinator during the rollout per upgraded node (audit: `get nodes`): a
-   * node is read only after a 409, and its write is tried again on what was read.
+   * node is read only after a refused cordon write, which is tried again on what was read.
    */
   readonly retriesPerNode: number;
-  /** Node write lists that failed and were planned afresh by a later pass (a 409 on every try, or another error), per upgraded node. */
+  /** Node write lists that failed and were planned afresh by a later pass (refused on every try, or another error), per upgraded node. */
   readonly replannedPerNode: number;
   /** The coordinator's CPU time (user + system, its process_cpu_seconds_total) from the change to the last node done. */
   readonly coordinatorCpuSeconds: number;
@@ -186,6 +188,8 @@ const DRIVER = 'bench';
 const KEYS = driverKeys(DRIVER);
 const NS = 'bench';
 const SA = 'coordinator';
+/** The label churn's own ServiceAccount, as nfd-master and GFD run under theirs: not exempt from the API server's priority and fairness, as an admin would be. */
+const CHURN_SA = 'label-churn';
 const NODE_LABEL = 'driver-rollout.bench/node';
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 /**
@@ -210,6 +214,7 @@ export async function measureRollout(c: RolloutCase, log: (line: string) => void
     controllerQps: 2_000,
     podStartDelayMs: c.reloadSeconds * 1000,
     nodeHeartbeat: heartbeat,
+    kwokLeaseWorkers: kwokLeaseWorkers(c.nodes, heartbeat),
     apiServerArgs: [`--audit-policy-file=${auditPolicy}`, `--audit-log-path=${auditLog}`, '--audit-log-format=json', '--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'],
   });
   try {
@@ -230,7 +235,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, heartbeat: NodeHeart
   const names = Array.from({ length: c.nodes }, (_, i) => `bench-${String(i).padStart(5, '0')}`);
   await retryingWrite('create the namespace', () => core.createNamespace({ body: { metadata: { name: NS } } }));
   await retryingWrite('install the CRD', () => installCrd(kc));
-  const coordinatorKubeconfig = await retrying('the coordinator\'s ServiceAccount kubeconfig', () => serviceAccountKubeconfig(plane, kc));
+  const coordinatorKubeconfig = await retrying('the coordinator\'s ServiceAccount kubeconfig', () => serviceAccountKubeconfig(plane, kc, SA, 'cluster-admin'));
 
   log(`creating ${c.nodes} KWOK nodes`);
   await inBatches(names, 20, async (name) => {
@@ -255,7 +260,7 @@ async function runCase(plane: ControlPlane, c: RolloutCase, heartbeat: NodeHeart
   }, { intervalMs: setupPollMs(c.nodes), describe: () => `${readyPods} Ready` });
 
   // From here to the rollout's end: the floors are the cluster's under the same churn.
-  const churn = c.labelChurnSeconds > 0 ? await startLabelChurn(plane, c.labelChurnSeconds, log) : undefined;
+  const churn = c.labelChurnSeconds > 0 ? await startLabelChurn(plane, kc, c.labelChurnSeconds, log) : undefined;
   try {
     return await measureWithChurn(plane, kc, c, names, heartbeat, coordinatorKubeconfig, auditLog, churn, log);
   } finally {
@@ -348,10 +353,10 @@ async function measureWithChurn(
     const cpuBefore = await retrying('read the coordinator\'s metrics', () => cpuSeconds(metricsPort));
     const driverPods = await retrying('list the driver pods', () => core.listNamespacedPod({ namespace: NS, labelSelector: 'app=driver' }));
     const podNodes = new Map(driverPods.items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
-    const progress = watchProgress(kc);
     const replacements = watchReplacements(kc, 'driver:v2');
+    const progress = watchProgress(kc, (node) => replacements.readyAt.has(node));
     await replacements.opened;
-    await until(`the bench's node watch to list all ${c.nodes} nodes`, 120_000, () => Promise.resolve(progress.seen() === c.nodes), { intervalMs: 100, describe: () => `${progress.seen()} seen` });
+    await until(`the bench's node watch to list all ${c.nodes} nodes`, 120_000, () => Promise.resolve(progress.seen() === c.nodes), { intervalMs: 100, describe: () => `${progress.seen()} seen (${progress.describeWatch()})` });
 
     log(`changing the driver template (${c.nodes} nodes, maxUnavailable ${c.unavailablePercent}% = ${allowed}, reload ${c.reloadSeconds} s)`);
     const t0 = performance.now();
@@ -364,7 +369,7 @@ async function measureWithChurn(
     const timeoutMs = Math.max(900_000, 4 * waveCount * (c.reloadSeconds + 60) * 1000);
     await until('every node upgraded (out of upgrade-done and back, uncordoned)', timeoutMs, () => Promise.resolve(progress.doneCount() === c.nodes), {
       intervalMs: 100,
-      describe: () => `${progress.doneCount()}/${c.nodes} done; not done: ${progress.describeNotDone()}`,
+      describe: () => `${progress.doneCount()}/${c.nodes} done; not done: ${progress.describeNotDone()}; ${progress.describeWatch()}`,
       stopIf: () => exitedWith(coordinator) ?? progress.failed() ?? progress.stalledFor(300_000 + 2_000 * c.reloadSeconds),
     });
     const cpuAtDone = await retrying('read the coordinator\'s metrics', () => cpuSeconds(metricsPort));
@@ -445,8 +450,12 @@ async function measureWithChurn(
 }
 
 /** The label churn (bench/run-label-churn.ts) over the bench's nodes, once it writes. */
-async function startLabelChurn(plane: ControlPlane, intervalSeconds: number, log: (line: string) => void): Promise<ProgramProcess> {
-  const churn = startProgram('bench/run-label-churn.ts', { env: {}, args: ['--kubeconfig', plane.kubeconfigPath, '--selector', NODE_LABEL, '--interval-seconds', String(intervalSeconds)] });
+async function startLabelChurn(plane: ControlPlane, kc: KubeConfig, intervalSeconds: number, log: (line: string) => void): Promise<ProgramProcess> {
+  await retryingWrite('the label churn\'s ClusterRole', () => kc.makeApiClient(RbacAuthorizationV1Api).createClusterRole({
+    body: { metadata: { name: `bench-${CHURN_SA}` }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'patch'] }] },
+  }));
+  const kubeconfig = await retrying('the label churn\'s ServiceAccount kubeconfig', () => serviceAccountKubeconfig(plane, kc, CHURN_SA, `bench-${CHURN_SA}`));
+  const churn = startProgram('bench/run-label-churn.ts', { env: {}, args: ['--kubeconfig', kubeconfig, '--selector', NODE_LABEL, '--interval-seconds', String(intervalSeconds)] });
   const started = await churn.logLine((l) => l.msg === 'label churn started', 120_000);
   log(`label churn: ${String(started.nodes)} nodes, each writer (${String(started.writers)}) every ${String(intervalSeconds)} s per node`);
   return churn;
@@ -647,6 +656,8 @@ interface Progress {
   mostNotReady(): number;
   /** The nodes not yet done, by state (a few names each), for a timeout's message. */
   describeNotDone(): string;
+  /** The node watch's own history (keepWatching's describe). */
+  describeWatch(): string;
   /**
    * A message once a node is upgrade-failed, else undefined. No node fails on a sound test bed:
    * one that does (e.g. NotReady because a loaded machine stopped KWOK's heartbeats) voids the
@@ -661,9 +672,13 @@ interface Progress {
 /**
  * Watches the nodes: when each leaves upgrade-done and comes back (uncordoned), and the most out
  * of service at once. The watch is re-opened whenever it ends (the API server closes quiet
- * watches; a 30 s reload leaves the nodes quiet that long), from the last resourceVersion seen.
+ * watches; a 30 s reload leaves the nodes quiet that long), from the last resourceVersion seen,
+ * or from a fresh list when that is too old (heavy label churn moves past the API server's watch
+ * window in a second or two). A node whose whole upgrade fell into such a gap is never seen
+ * leaving: it counts as done once it is upgrade-done and schedulable again and `replaced(node)`
+ * (its driver pod runs the new template, from the pod watch).
  */
-function watchProgress(kc: KubeConfig): Progress {
+function watchProgress(kc: KubeConfig, replaced: (node: string) => boolean): Progress {
   const latest = new Map<string, V1Node>();
   const left = new Set<string>();
   const done = new Map<string, number>();
@@ -677,18 +692,26 @@ function watchProgress(kc: KubeConfig): Progress {
     latest.set(name, node);
     const state = node.metadata?.labels?.[KEYS.upgradeState] ?? 'unknown';
     if (state !== 'upgrade-done') left.add(name);
-    else if (left.has(name) && node.spec?.unschedulable !== true && !done.has(name)) done.set(name, performance.now());
+    else markIfDone(name, node);
     const { out, notReady } = countOutAndNotReady(latest.values());
     maxOut = Math.max(maxOut, out);
     maxNotReady = Math.max(maxNotReady, notReady);
   });
+  function markIfDone(name: string, node: V1Node): void {
+    if (done.has(name) || node.metadata?.labels?.[KEYS.upgradeState] !== 'upgrade-done' || node.spec?.unschedulable === true) return;
+    if (left.has(name) || replaced(name)) done.set(name, performance.now());
+  }
   return {
     seen: () => latest.size,
-    doneCount: () => done.size,
+    doneCount: () => {
+      for (const [name, node] of latest) markIfDone(name, node);
+      return done.size;
+    },
     doneTimes: () => [...done.values()],
     maxOutOfService: () => maxOut,
     mostNotReady: () => maxNotReady,
     describeNotDone: () => stateCounts([...latest.values()].filter((n) => !done.has(n.metadata?.name ?? ''))),
+    describeWatch: () => stop.describe(),
     failed: () => {
       const failed = [...latest.values()].filter((n) => n.metadata?.labels?.[KEYS.upgradeState] === 'upgrade-failed');
       return failed.length === 0 ? undefined : `${failed.length} node(s) upgrade-failed, which voids the measurement: ${stateCounts(failed)}`;
@@ -737,21 +760,24 @@ function exitedWith(program: ProgramProcess): string | undefined {
   return program.hasExited() ? `the coordinator exited; its output ends:\n${program.output().slice(-3_000)}` : undefined;
 }
 
-/** A kubeconfig with a cluster-admin ServiceAccount's token, so audit entries name the coordinator. */
-async function serviceAccountKubeconfig(plane: ControlPlane, kc: KubeConfig): Promise<string> {
+/**
+ * A kubeconfig with the token of ServiceAccount `name` bound to `clusterRole`, so audit entries
+ * name its program and the API server's priority and fairness treats it as it would in a cluster.
+ */
+async function serviceAccountKubeconfig(plane: ControlPlane, kc: KubeConfig, name: string, clusterRole: string): Promise<string> {
   const core = kc.makeApiClient(CoreV1Api);
-  await core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: SA } } });
+  await core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name } } });
   await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
-    body: { metadata: { name: 'bench-coordinator' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: SA, namespace: NS }] },
+    body: { metadata: { name: `bench-${name}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole }, subjects: [{ kind: 'ServiceAccount', name, namespace: NS }] },
   });
-  const token = await core.createNamespacedServiceAccountToken({ name: SA, namespace: NS, body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } } });
+  const token = await core.createNamespacedServiceAccountToken({ name, namespace: NS, body: { spec: { expirationSeconds: 24 * 3600, audiences: [] } } });
   const ca = kc.getCurrentCluster()?.caFile ?? join(plane.workDir, 'pki', 'ca.crt');
-  const path = join(plane.workDir, 'coordinator.kubeconfig');
+  const path = join(plane.workDir, `${name}.kubeconfig`);
   await writeFile(path, `apiVersion: v1
 kind: Config
 clusters: [{ name: bench, cluster: { server: "${plane.server}", certificate-authority: "${ca}" } }]
-users: [{ name: coordinator, user: { token: "${token.status?.token ?? ''}" } }]
-contexts: [{ name: bench, context: { cluster: bench, user: coordinator } }]
+users: [{ name: ${name}, user: { token: "${token.status?.token ?? ''}" } }]
+contexts: [{ name: bench, context: { cluster: bench, user: ${name} } }]
 current-context: bench
 `);
   return path;
@@ -805,7 +831,7 @@ async function cpuSeconds(port: number): Promise<number> {
   return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
 }
 
-/** The coordinator's cordon writes refused with 409 so far, over every driver. */
+/** The coordinator's cordon writes refused by their guard so far, over every driver. */
 async function writeConflicts(port: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   return [...text.matchAll(/^driver_rollout_node_write_conflicts_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);

@@ -1,4 +1,5 @@
 import type { V1Node } from '@kubernetes/client-node';
+import type { JsonPatchOperation } from '../../shared/kube/json-patch.ts';
 import type { NodeMergePatch } from '../plan/node-patch.ts';
 import type { PodRef } from '../plan/snapshot.ts';
 
@@ -29,12 +30,14 @@ export interface ClusterEvent {
  * Other API errors are thrown unchanged.
  */
 export interface ClusterWriter {
-  /**
-   * A JSON merge patch of the Node; returns the Node as stored after the patch. A patch that
-   * names a resourceVersion is refused with HTTP 409 (thrown) when the Node has changed since.
-   */
+  /** A JSON merge patch of the Node; returns the Node as stored after the patch. */
   patchNode(name: string, patch: NodeMergePatch): Promise<V1Node>;
-  /** The Node as the API server has it now (a read after a 409). */
+  /**
+   * A JSON Patch of the Node (guardedNodePatch); returns the Node as stored after it. Refused as a
+   * whole with HTTP 422 (thrown) when one of its tests fails: the Node changed since it was read.
+   */
+  patchNodeGuarded(name: string, patch: readonly JsonPatchOperation[]): Promise<V1Node>;
+  /** The Node as the API server has it now (a read after a refused guard). */
   readNode(name: string): Promise<V1Node>;
   deletePod(pod: PodRef): Promise<void>;
   evictPod(pod: PodRef): Promise<EvictionResult>;

@@ -1,13 +1,12 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { V1Node } from '@kubernetes/client-node';
 import { DriverRolloutError, toError } from '../../shared/errors.ts';
 import { nodeFactsOf } from '../cluster/snapshot-of-object.ts';
-import { isStartOfUpgrade } from '../plan/pool-capacity.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { NodeAction, NodeObjectAction, NodePlan, RequireSamePodsAction, SetStateAction } from '../plan/action.ts';
-import { changesCordon, nodePatchAgainst, nodePatchOf, type NodeAsRead } from '../plan/node-patch.ts';
-import { CORDON_HOLDERS_ANNOTATION } from '../../shared/keys.ts';
+import { changesCordon, guardedNodePatch, nodePatchOf, startsUpgrade, type NodeAsRead } from '../plan/node-patch.ts';
 import type { PodRef } from '../plan/snapshot.ts';
-import { apiErrorMessage, isConflict } from '../../shared/kube/api-error.ts';
+import { apiErrorMessage, isInvalid } from '../../shared/kube/api-error.ts';
 import { withTimeout } from '../with-timeout.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
 import { coalesceNodeActions, isPatch, type ActionGroup } from './coalesce-node-actions.ts';
@@ -25,7 +24,7 @@ export interface ExecuteHooks {
    * change is first tried against; undefined: read it from the API server.
    */
   readonly nodeAsKnown: (name: string) => V1Node | undefined;
-  /** A cordon change was refused (409: the Node changed since it was read); it is tried again on the Node read afresh, CORDON_WRITE_TRIES in all. */
+  /** A cordon change was refused (422: a field it was made from changed since it was read); it is tried again on the Node read afresh, CORDON_WRITE_TRIES in all. */
   readonly onWriteConflict: (node: string) => void;
   /** HTTP 429 on eviction: reported back to the planner through the next snapshot. */
   readonly onEvictionBlocked: (pod: PodRef, message: string, node: string) => void;
@@ -194,7 +193,7 @@ async function runGroup(node: string, group: ActionGroup, hooks: ExecuteHooks): 
   }
 }
 
-/** Tries of a cordon change against a Node read afresh after a conflict, before the node's list fails (the next pass plans it again). */
+/** Tries of a cordon change against a Node read afresh after its guard was refused, before the node's list fails (the next pass plans it again). */
 export const CORDON_WRITE_TRIES = 5;
 
 async function patchNode(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<void> {
@@ -209,25 +208,29 @@ async function patchNode(node: string, actions: readonly NodeObjectAction[], hoo
 }
 
 /**
- * A patch with a cordon change, made against the Node as known and sent with its resourceVersion:
- * a 409 (someone wrote the Node since: another coordinator's cordon, an admin's uncordon, NFD's
- * labels) reads the Node afresh and makes the change against that, never over it.
+ * A patch with a cordon change, made against the Node as known and guarded by what it was made
+ * from (guardedNodePatch). Refused (422) because one of those changed (another coordinator's
+ * cordon, an admin's uncordon), it reads the Node afresh and makes the change against that,
+ * never over it. A 422 for anything else is thrown: made again from the Node read afresh, the
+ * patch is the one refused.
  */
 async function patchAgainstRead(node: string, actions: readonly NodeObjectAction[], hooks: ExecuteHooks): Promise<V1Node> {
   let read = hooks.nodeAsKnown(node);
-  const starts = actions.some((a) => a.kind === 'setState' && isStartOfUpgrade(a.from, a.to));
+  const starts = startsUpgrade(actions);
   for (let tries = 1; ; tries++) {
     read ??= await hooks.writer.readNode(node);
     // The planner started a Ready node; one NotReady by now (the cache, or the read after a
-    // conflict, shows it) is not started: the list fails and the next pass plans the node afresh.
+    // refusal, shows it) is not started: the list fails and the next pass plans the node afresh.
     if (starts && nodeFactsOf(read).notReady !== null) throw new NotReadyAtStart(node);
+    const patch = guardedNodePatch(actions, asRead(node, read));
     try {
-      return await hooks.writer.patchNode(node, nodePatchAgainst(actions, asRead(node, read)));
+      return await hooks.writer.patchNodeGuarded(node, patch);
     } catch (error) {
-      if (!isConflict(error)) throw error;
+      if (!isInvalid(error)) throw error;
+      read = await hooks.writer.readNode(node);
+      if (isDeepStrictEqual(guardedNodePatch(actions, asRead(node, read)), patch)) throw error;
       hooks.onWriteConflict(node);
       if (tries >= CORDON_WRITE_TRIES) throw error;
-      read = undefined;
     }
   }
 }
@@ -240,11 +243,14 @@ export class NotReadyAtStart extends DriverRolloutError {
 }
 
 function asRead(name: string, node: V1Node): NodeAsRead {
+  const conditions = node.status?.conditions ?? [];
+  const ready = conditions.findIndex((c) => c.type === 'Ready');
   return {
     name,
-    resourceVersion: node.metadata?.resourceVersion ?? '',
-    unschedulable: node.spec?.unschedulable === true,
-    holders: node.metadata?.annotations?.[CORDON_HOLDERS_ANNOTATION],
+    unschedulable: node.spec?.unschedulable,
+    labels: node.metadata?.labels,
+    annotations: node.metadata?.annotations,
+    readyAt: ready >= 0 && conditions[ready]?.status === 'True' ? ready : undefined,
   };
 }
 

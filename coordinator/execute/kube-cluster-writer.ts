@@ -1,6 +1,6 @@
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { apiErrorMessage, isConflict, isNotFound, isTooManyRequests } from '../../shared/kube/api-error.ts';
-import { MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
+import { JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH } from '../../shared/kube/patch-options.ts';
 import { DRIVER_ROLLOUT_GROUP, DRIVER_ROLLOUT_PLURAL, DRIVER_ROLLOUT_VERSION } from '../policy/driver-rollout-spec.ts';
 import type { ClusterWriter } from './cluster-writer.ts';
 
@@ -25,6 +25,9 @@ export function createKubeClusterWriter(kc: KubeConfig, options: KubeClusterWrit
   return {
     async patchNode(name, patch) {
       return core.patchNode({ name, body: patch }, MERGE_PATCH);
+    },
+    async patchNodeGuarded(name, patch) {
+      return core.patchNode({ name, body: patch }, JSON_PATCH);
     },
     async readNode(name) {
       return core.readNode({ name });

@@ -129,7 +129,7 @@ export class CoordinatorMetrics {
     });
     this.cordonConflicts = new Counter({
       name: 'driver_rollout_node_write_conflicts_total',
-      help: 'Cordon and uncordon writes refused because the Node changed since it was read (HTTP 409); each is tried again on the Node read afresh.',
+      help: 'Cordon and uncordon writes refused because a field they were made from (cordon, holders, a key written, readiness) changed since the Node was read (HTTP 422 from a failed JSON Patch test); each is tried again on the Node read afresh.',
       labelNames: ['driver'],
       registers: [this.registry],
     });

@@ -14,6 +14,11 @@ export function isConflict(error: unknown): boolean {
   return apiStatusCode(error) === 409;
 }
 
+/** 422: the request was refused as invalid, e.g. a JSON Patch whose `test` failed (shared/kube/json-patch.ts). */
+export function isInvalid(error: unknown): boolean {
+  return apiStatusCode(error) === 422;
+}
+
 /** Eviction refused because a PodDisruptionBudget would be violated. */
 export function isTooManyRequests(error: unknown): boolean {
   return apiStatusCode(error) === 429;

@@ -8,7 +8,7 @@ import { ensureBinaries } from './ensure-binaries.ts';
 import { createFakeNodes, type FakeNodeSpec } from './fake-nodes.ts';
 import { freePort } from './free-port.ts';
 import { generatePki, type Pki } from './generate-pki.ts';
-import { DEFAULT_NODE_HEARTBEAT, type NodeHeartbeat } from './node-heartbeat.ts';
+import { DEFAULT_NODE_HEARTBEAT, KWOK_DEFAULT_LEASE_WORKERS, type NodeHeartbeat } from './node-heartbeat.ts';
 import { startRealNode, type RealNode } from './real-node/start-real-node.ts';
 import { reapStaleRuns, WORK_DIR_PREFIX } from './reap-stale-runs.ts';
 import { logTail, startSupervised, type SupervisedProcess } from './supervised-process.ts';
@@ -57,6 +57,8 @@ export interface StartOptions {
    * (default DEFAULT_NODE_HEARTBEAT; nodeHeartbeatFor(nodes) for thousands of nodes on a small machine).
    */
   readonly nodeHeartbeat?: NodeHeartbeat;
+  /** `full` only: KWOK's `nodeLeaseParallelism` (default KWOK's own, 4; kwokLeaseWorkers for thousands of nodes). */
+  readonly kwokLeaseWorkers?: number;
 }
 
 const SERVICE_CIDR = '10.96.0.0/16';
@@ -161,6 +163,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
           `--node-lease-duration-seconds=${String(heartbeat.leaseDurationSeconds)}`,
           `--server-address=127.0.0.1:${await freePort()}`,
           ...(await kwokStageFiles(binDir, workDir, options.podStartDelayMs ?? 0)).map((f) => `--config=${f}`),
+          `--config=${await kwokOptionsFile(workDir, options.kwokLeaseWorkers ?? KWOK_DEFAULT_LEASE_WORKERS)}`,
         ]),
       );
       // The service-account controller creating `default` proves the controller manager runs.
@@ -245,6 +248,21 @@ async function kwokStageFiles(binDir: string, workDir: string, podStartDelayMs: 
   }
   return [initialize, join(stock, 'node-heartbeat-with-lease.yaml'), join(stock, 'pod-delete.yaml'), podStages];
 }
+
+/**
+ * A KwokConfiguration with the options no flag of KWOK's sets. KWOK does not default the options
+ * of a configuration it is given (its stage workers would be 0 and it would refuse to start), so
+ * the stage workers are written out at KWOK's own defaults.
+ */
+async function kwokOptionsFile(workDir: string, leaseWorkers: number): Promise<string> {
+  const path = join(workDir, 'kwok-options.yaml');
+  const options = { nodeLeaseParallelism: leaseWorkers, nodePlayStageParallelism: KWOK_DEFAULT_STAGE_WORKERS, podPlayStageParallelism: KWOK_DEFAULT_STAGE_WORKERS };
+  await writeFile(path, `apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n${Object.entries(options).map(([k, v]) => `  ${k}: ${String(v)}\n`).join('')}`);
+  return path;
+}
+
+/** KWOK's default for `nodePlayStageParallelism` and `podPlayStageParallelism`. */
+const KWOK_DEFAULT_STAGE_WORKERS = 4;
 
 function loadAdmin(path: string): KubeConfig {
   const kc = new KubeConfig();

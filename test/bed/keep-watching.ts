@@ -17,29 +17,52 @@ export function keepWatching(kc: KubeConfig, path: string, query: Record<string,
   });
   let current: AbortController | undefined;
   let resourceVersion: string | undefined;
+  const history = { opened: 0, events: 0, ended: 0, lastEnd: 'none' };
   const open = (): void => {
     if (stopped) return;
     const params = resourceVersion === undefined ? query : { ...query, resourceVersion };
     new BookmarkedWatch(kc).watch(path, params, (type: string, apiObject: unknown) => {
+      // An ERROR event (a Status, e.g. 410 Gone: the resourceVersion is older than the API
+      // server's watch window, as under heavy churn) ends the watch: start again from a fresh
+      // list, or the watch would re-open at the same resourceVersion and be refused for ever.
+      if (type === 'ERROR') {
+        resourceVersion = undefined;
+        history.lastEnd = `ERROR event ${JSON.stringify(apiObject).slice(0, 200)}`;
+        return;
+      }
+      history.events += 1;
       const object = apiObject as V1Node & V1Pod;
       resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
       if (type !== 'BOOKMARK') handle(type, object);
     }, (error: unknown) => {
-      // 410 Gone: the resourceVersion is too old; start again from a fresh list.
-      if (error !== null && error !== undefined) resourceVersion = undefined;
+      // A failed request may be the same refusal: start again from a fresh list.
+      history.ended += 1;
+      if (error !== null && error !== undefined) {
+        resourceVersion = undefined;
+        history.lastEnd = errorText(error);
+      }
       setTimeout(open, 200);
     }).then((request) => {
       current = request;
+      history.opened += 1;
       markOpened();
       if (stopped) request.abort();
-    }, () => setTimeout(open, 1_000));
+    }, (error: unknown) => {
+      history.lastEnd = `not opened: ${errorText(error)}`;
+      setTimeout(open, 1_000);
+    });
   };
   open();
   const stop = (): void => {
     stopped = true;
     current?.abort();
   };
-  return Object.assign(stop, { opened });
+  const describe = (): string => `watch opened ${String(history.opened)} times, ended ${String(history.ended)}, ${String(history.events)} events; last end: ${history.lastEnd}`;
+  return Object.assign(stop, { opened, describe });
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : JSON.stringify(error);
 }
 
 /** Stops the watch when called. */
@@ -47,4 +70,6 @@ export interface KeptWatch {
   (): void;
   /** Settles once the first request is open at the API server (its initial state on its way). */
   readonly opened: Promise<void>;
+  /** How often the watch was opened and ended, its events, and how it last ended: what a stuck wait shows. */
+  describe(): string;
 }

@@ -40,3 +40,24 @@ export function nodeHeartbeatFor(nodes: number, least: NodeHeartbeat = DEFAULT_N
   if (lease <= least.leaseDurationSeconds) return least;
   return { leaseDurationSeconds: lease, monitorGracePeriodSeconds: Math.ceil((lease * DEFAULT_NODE_HEARTBEAT.monitorGracePeriodSeconds) / DEFAULT_NODE_HEARTBEAT.leaseDurationSeconds) };
 }
+
+/** KWOK's own default for `nodeLeaseParallelism`: Leases renewed at once. */
+export const KWOK_DEFAULT_LEASE_WORKERS = 4;
+
+/**
+ * Lease renewals one of KWOK's lease workers keeps up with on a 2-core test machine under a
+ * rollout: at 5,000 nodes (load 7 to 8) KWOK's 4 default workers renewed about 21 Leases a
+ * second, a 240 s Lease went unrenewed for up to 455 s, and over a fifth of the nodes went NotReady
+ * (issue 33).
+ */
+export const LEASE_RENEWALS_PER_WORKER_PER_SECOND = 5;
+
+/**
+ * KWOK's `nodeLeaseParallelism` for `nodes` nodes with `heartbeat`: enough workers for a renewal
+ * of every Lease each quarter of its duration at LEASE_RENEWALS_PER_WORKER_PER_SECOND, never
+ * fewer than KWOK's default.
+ */
+export function kwokLeaseWorkers(nodes: number, heartbeat: NodeHeartbeat): number {
+  const renewalsPerSecond = nodes / (heartbeat.leaseDurationSeconds / 4);
+  return Math.max(KWOK_DEFAULT_LEASE_WORKERS, Math.ceil(renewalsPerSecond / LEASE_RENEWALS_PER_WORKER_PER_SECOND));
+}

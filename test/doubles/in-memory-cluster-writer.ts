@@ -1,6 +1,8 @@
 import { ApiException, type V1Node } from '@kubernetes/client-node';
 import { DriverRolloutError } from '../../shared/errors.ts';
 import type { NodeMergePatch } from '../../coordinator/plan/node-patch.ts';
+import type { JsonPatchOperation } from '../../shared/kube/json-patch.ts';
+import { applyJsonPatch } from './apply-json-patch.ts';
 import type { PodRef } from '../../coordinator/plan/snapshot.ts';
 import type { ClusterEvent, ClusterWriter, EvictionResult } from '../../coordinator/execute/cluster-writer.ts';
 
@@ -9,8 +11,8 @@ export class InMemoryApiError extends DriverRolloutError {}
 
 /**
  * Nodes, pods, Events and statuses in memory with the API server's rules for these calls:
- * merge-patch semantics (null removes a key), resourceVersion bumped per write, a patch naming
- * another resourceVersion refused with 409 (as the API server's ApiException), UID
+ * merge-patch semantics (null removes a key), JSON Patch semantics (a failed test refuses the
+ * whole patch with 422, as the API server's ApiException), resourceVersion bumped per write, UID
  * preconditions on delete/evict, 404 for unknown nodes. `refuseEviction` stands in for a
  * PodDisruptionBudget; `failNext` makes the next call of a kind fail.
  */
@@ -24,7 +26,7 @@ export class InMemoryClusterWriter implements ClusterWriter {
   /** Pods (ns/name) whose eviction is refused with this message. */
   readonly refuseEviction = new Map<string, string>();
   readonly failNext = new Set<'patchNode' | 'deletePod' | 'evictPod' | 'emitEvent' | 'patchRolloutStatus'>();
-  /** Patches refused with 409 because they named a resourceVersion the node no longer had. */
+  /** Guarded patches refused with 422 because a test failed: the node changed since it was read. */
   conflicts = 0;
   private version = 0;
 
@@ -39,15 +41,7 @@ export class InMemoryClusterWriter implements ClusterWriter {
   patchNode(name: string, patch: NodeMergePatch): Promise<V1Node> {
     this.calls.push(`patchNode ${name}`);
     this.failIfAsked('patchNode');
-    const node = this.nodes.get(name);
-    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
-    const expected = patch.metadata?.resourceVersion;
-    if (expected !== undefined && expected !== node.metadata?.resourceVersion) {
-      this.conflicts += 1;
-      const message = `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`;
-      throw new ApiException(409, message, JSON.stringify({ kind: 'Status', status: 'Failure', reason: 'Conflict', code: 409, message }), {});
-    }
-    const updated = structuredClone(node);
+    const updated = structuredClone(this.nodeNamed(name));
     const metadata = (updated.metadata ??= {});
     const labels = (metadata.labels ??= {});
     const annotations = (metadata.annotations ??= {});
@@ -57,11 +51,19 @@ export class InMemoryClusterWriter implements ClusterWriter {
         else into[k] = v;
       }
     }
-    this.version = Math.max(this.version, Number(metadata.resourceVersion ?? '0') || 0);
-    metadata.resourceVersion = this.bump();
-    if (patch.spec !== undefined) (updated.spec ??= {}).unschedulable = patch.spec.unschedulable;
-    this.nodes.set(name, updated);
-    return Promise.resolve(updated);
+    return Promise.resolve(this.store(name, updated));
+  }
+
+  patchNodeGuarded(name: string, patch: readonly JsonPatchOperation[]): Promise<V1Node> {
+    this.calls.push(`patchNode ${name}`);
+    this.failIfAsked('patchNode');
+    const result = applyJsonPatch(this.nodeNamed(name), patch);
+    if ('failed' in result) {
+      this.conflicts += 1;
+      const message = 'the server rejected our request due to an error in our request';
+      throw new ApiException(422, message, JSON.stringify({ kind: 'Status', status: 'Failure', reason: 'Invalid', code: 422, message }), {});
+    }
+    return Promise.resolve(this.store(name, result.patched));
   }
 
   readNode(name: string): Promise<V1Node> {
@@ -119,6 +121,21 @@ export class InMemoryClusterWriter implements ClusterWriter {
     this.calls.push(`rollbackDaemonSet ${namespace}/${name}`);
     this.rollbacks.push({ daemonSet: `${namespace}/${name}`, data: revisionData });
     return Promise.resolve();
+  }
+
+  private nodeNamed(name: string): V1Node {
+    const node = this.nodes.get(name);
+    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
+    return node;
+  }
+
+  /** Stores `updated` under a new resourceVersion and returns it. */
+  private store(name: string, updated: V1Node): V1Node {
+    const metadata = (updated.metadata ??= {});
+    this.version = Math.max(this.version, Number(metadata.resourceVersion ?? '0') || 0);
+    metadata.resourceVersion = this.bump();
+    this.nodes.set(name, updated);
+    return updated;
   }
 
   private removeIfSameUid(pod: PodRef): void {

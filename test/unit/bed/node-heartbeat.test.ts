@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_NODE_HEARTBEAT, MAX_LEASE_RENEWALS_PER_SECOND, nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT } from '../../../test/bed/node-heartbeat.ts';
+import { DEFAULT_NODE_HEARTBEAT, KWOK_DEFAULT_LEASE_WORKERS, kwokLeaseWorkers, MAX_LEASE_RENEWALS_PER_SECOND, nodeHeartbeatFor, PATIENT_NODE_HEARTBEAT } from '../../../test/bed/node-heartbeat.ts';
 
 describe('nodeHeartbeatFor', () => {
   it.each([1, 200, 1_000])('keeps a kubelet\'s and the controller manager\'s defaults for %i nodes', (nodes) => {
@@ -37,5 +37,17 @@ describe('nodeHeartbeatFor with a longer least heartbeat (the bench\'s)', () => 
 
   it('grows the Lease past it where the renewals would exceed the rate', () => {
     expect(nodeHeartbeatFor(10_000, PATIENT_NODE_HEARTBEAT)).toEqual({ leaseDurationSeconds: 400, monitorGracePeriodSeconds: 500 });
+  });
+});
+
+describe('kwokLeaseWorkers', () => {
+  it.each([
+    [200, DEFAULT_NODE_HEARTBEAT, KWOK_DEFAULT_LEASE_WORKERS],
+    [200, PATIENT_NODE_HEARTBEAT, KWOK_DEFAULT_LEASE_WORKERS],
+    [1_000, DEFAULT_NODE_HEARTBEAT, 20],
+    [5_000, PATIENT_NODE_HEARTBEAT, 17],
+    [10_000, nodeHeartbeatFor(10_000, PATIENT_NODE_HEARTBEAT), 20],
+  ])('gives %i nodes with %o a renewal of every Lease each quarter of its duration: %i workers', (nodes, heartbeat, workers) => {
+    expect(kwokLeaseWorkers(nodes, heartbeat)).toBe(workers);
   });
 });

@@ -55,23 +55,47 @@ function setUp(nodes: readonly string[], pods: readonly PodRef[] = []) {
   return { writer, hooks, seen, podsOn };
 }
 
-describe('executePlan: a cordon change is written against the node as read, with its resourceVersion', () => {
+describe('executePlan: a cordon change is written against the node as read, guarded by what it was made from', () => {
   const cordon = (holder: string): NodeAction => ({ kind: 'cordon', node: 'n1', holder });
   const uncordon = (holder: string): NodeAction => ({ kind: 'uncordon', node: 'n1', holder });
   const holdersOf = (writer: InMemoryClusterWriter): string | undefined => writer.nodes.get('n1')?.metadata?.annotations?.[CORDON_HOLDERS_ANNOTATION];
 
-  it('a node changed since it was known (NFD relabelled it) conflicts, is read afresh, and the change is made against that; the conflict is counted', async () => {
+  it('a node another writer relabelled since it was known (NFD) is written at once: its labels are not what the change was made from', async () => {
     const { writer, hooks, seen } = setUp(['n1']);
     const known = structuredClone(writer.nodes.get('n1'));
     writer.changeNode('n1', (n) => ((n.metadata ??= {}).labels = { 'feature.node.kubernetes.io/pci-10de.present': 'true' }));
     const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), cordon('nvidia.com/gpu')] }], { ...hooks, nodeAsKnown: () => known });
     expect(failures).toEqual([]);
-    expect(writer.calls).toEqual(['patchNode n1', 'readNode n1', 'patchNode n1']);
-    expect(seen.conflicts).toEqual(['n1']);
+    expect(writer.calls).toEqual(['patchNode n1']);
+    expect(seen.conflicts).toEqual([]);
     const node = writer.nodes.get('n1');
     expect(node?.spec?.unschedulable).toBe(true);
     expect(node?.metadata?.labels).toEqual({ 'feature.node.kubernetes.io/pci-10de.present': 'true', [keys.upgradeState]: 'cordon-required' });
     expect(holdersOf(writer)).toBe('nvidia.com/gpu');
+  });
+
+  it('a node whose cordon holders changed since it was known is refused, read afresh, and the change made against that; the refusal is counted', async () => {
+    const { writer, hooks, seen } = setUp(['n1']);
+    const known = structuredClone(writer.nodes.get('n1'));
+    writer.changeNode('n1', (n) => {
+      (n.spec ??= {}).unschedulable = true;
+      (n.metadata ??= {}).annotations = { [CORDON_HOLDERS_ANNOTATION]: 'nvidia.com/ofed' };
+    });
+    const failures = await executePlan([{ node: 'n1', actions: [setState('n1', 'upgrade-required', 'cordon-required'), cordon('nvidia.com/gpu')] }], { ...hooks, nodeAsKnown: () => known });
+    expect(failures).toEqual([]);
+    expect(writer.calls).toEqual(['patchNode n1', 'readNode n1', 'patchNode n1']);
+    expect(seen.conflicts).toEqual(['n1']);
+    expect(holdersOf(writer)).toBe('nvidia.com/gpu,nvidia.com/ofed');
+  });
+
+  it('a patch refused for anything its guard does not test is not tried again: the same patch made from the node read afresh fails the list', async () => {
+    const { writer, hooks, seen } = setUp(['n1']);
+    const patchNodeGuarded = writer.patchNodeGuarded.bind(writer);
+    writer.patchNodeGuarded = (name, patch) => patchNodeGuarded(name, [...patch, { op: 'remove', path: '/metadata/labels/not-there' }]);
+    const failures = await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/gpu')] }], hooks);
+    expect(failures.map((f) => f.action)).toEqual(['cordon']);
+    expect(writer.calls).toEqual(['patchNode n1', 'readNode n1']);
+    expect(seen.conflicts).toEqual([]);
   });
 
   it('a second coordinator whose view still shows the node cordoned by the first, after an outside uncordon, cordons it again', async () => {
@@ -117,8 +141,11 @@ describe('executePlan: a cordon change is written against the node as read, with
     const failures = await executePlan([start], known.hooks);
     expect(failures).toEqual([{ node: 'n1', action: 'setState', message: 'node n1 turned NotReady before its start was sent; not started' }]);
     expect(known.writer.calls).toEqual([]);
-    // Known Ready, NotReady by the time the patch is sent: the conflict's read shows it.
+    // Known Ready, NotReady by the time the patch is sent: its guard refuses it, and the read after shows why.
     const raced = setUp(['n1']);
+    raced.writer.changeNode('n1', (n) => {
+      n.status = { conditions: [{ type: 'Ready', status: 'True' }] };
+    });
     const stale = structuredClone(raced.writer.nodes.get('n1'));
     raced.writer.changeNode('n1', notReady);
     expect((await executePlan([start], { ...raced.hooks, nodeAsKnown: () => stale })).map((f) => f.message)).toEqual(['node n1 turned NotReady before its start was sent; not started']);
@@ -132,10 +159,11 @@ describe('executePlan: a cordon change is written against the node as read, with
 
   it('gives up after CORDON_WRITE_TRIES conflicts in a row: the node\'s list fails and the next pass plans it again', async () => {
     const { writer, hooks, seen } = setUp(['n1']);
-    const patchNode = writer.patchNode.bind(writer);
-    writer.patchNode = async (name, patch) => {
-      writer.changeNode(name, (n) => ((n.metadata ??= {}).labels = { ...n.metadata.labels, churn: String(writer.calls.length) }));
-      return patchNode(name, patch);
+    const patchNodeGuarded = writer.patchNodeGuarded.bind(writer);
+    // Another driver's holder joins and leaves between every read and write.
+    writer.patchNodeGuarded = async (name, patch) => {
+      writer.changeNode(name, (n) => ((n.metadata ??= {}).annotations = { [CORDON_HOLDERS_ANNOTATION]: `nvidia.com/ofed-${String(writer.calls.length)}` }));
+      return patchNodeGuarded(name, patch);
     };
     const failures = await executePlan([{ node: 'n1', actions: [cordon('nvidia.com/gpu')] }], hooks);
     expect(failures.map((f) => f.action)).toEqual(['cordon']);
@@ -302,8 +330,8 @@ describe('executePlan', () => {
 
     it('checks the pods only after the cordon is answered', async () => {
       const { writer, hooks, podsOn } = setUp(['n1'], [driver]);
-      const { held, release: answer } = heldUntilReleased(writer.patchNode.bind(writer));
-      writer.patchNode = held;
+      const { held, release: answer } = heldUntilReleased(writer.patchNodeGuarded.bind(writer));
+      writer.patchNodeGuarded = held;
       const run = executePlan([start([driver.uid])], hooks);
       await vi.waitFor(() => {
         expect(writer.calls).toEqual([]);
@@ -351,9 +379,9 @@ describe('executePlan', () => {
   it('still records the Events of a state written just before leadership was lost, and nothing after them', async () => {
     const { writer, hooks } = setUp(['n1'], [pod('p1')]);
     const lost = new AbortController();
-    const patchNode = writer.patchNode.bind(writer);
-    writer.patchNode = async (name, patch) => {
-      const stored = await patchNode(name, patch);
+    const patchNodeGuarded = writer.patchNodeGuarded.bind(writer);
+    writer.patchNodeGuarded = async (name, patch) => {
+      const stored = await patchNodeGuarded(name, patch);
       lost.abort(); // leadership lost while the state patch was in flight
       return stored;
     };

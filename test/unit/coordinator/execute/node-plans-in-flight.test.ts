@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { ExecuteHooks } from '../../../../coordinator/execute/execute-plan.ts';
 import { MARKS_WHILE_MOVING, movesUpgrade, NodePlansInFlight } from '../../../../coordinator/execute/node-plans-in-flight.ts';
 import type { NodeAction, NodePlan, SetStateAction } from '../../../../coordinator/plan/action.ts';
+import type { JsonPatchOperation } from '../../../../shared/kube/json-patch.ts';
 import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
 import { driverKeys } from '../../../../shared/keys.ts';
 import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
@@ -38,10 +39,16 @@ function aHeldWriter(nodes: readonly string[]) {
   for (const n of nodes) writer.addNode(n);
   const held: { what: string; answer: () => void }[] = [];
   const patchNode = writer.patchNode.bind(writer);
+  const patchNodeGuarded = writer.patchNodeGuarded.bind(writer);
   const emitEvent = writer.emitEvent.bind(writer);
   writer.patchNode = (name: string, patch: NodeMergePatch) =>
     new Promise<V1Node>((resolve, reject) => {
-      held.push({ what: `patch ${name}${patch.spec?.unschedulable === true ? ' cordon' : ''}`, answer: () => { patchNode(name, patch).then(resolve, reject); } });
+      held.push({ what: `patch ${name}`, answer: () => { patchNode(name, patch).then(resolve, reject); } });
+    });
+  writer.patchNodeGuarded = (name: string, patch: readonly JsonPatchOperation[]) =>
+    new Promise<V1Node>((resolve, reject) => {
+      const cordons = patch.some((op) => op.op === 'add' && op.path === '/spec/unschedulable' && op.value === true);
+      held.push({ what: `patch ${name}${cordons ? ' cordon' : ''}`, answer: () => { patchNodeGuarded(name, patch).then(resolve, reject); } });
     });
   writer.emitEvent = (e) =>
     new Promise<void>((resolve, reject) => {

@@ -5,6 +5,7 @@ import type { ClusterCaches } from '../../../../coordinator/cluster/cluster-cach
 import { InMemoryCache } from '../../../doubles/in-memory-cache.ts';
 import { InMemoryClusterWriter } from '../../../doubles/in-memory-cluster-writer.ts';
 import { CoordinatorMetrics } from '../../../../coordinator/metrics/coordinator-metrics.ts';
+import { jsonPointer, type JsonPatchOperation } from '../../../../shared/kube/json-patch.ts';
 import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import { createReconciler, type Reconciler } from '../../../../coordinator/reconcile/reconciler.ts';
@@ -55,15 +56,19 @@ function aCluster(nodes: V1Node[], spec: Record<string, unknown>, extraPods: Ret
   const writer = new InMemoryClusterWriter();
   for (const n of nodes) writer.nodes.set(n.metadata?.name ?? '', n);
   const hooks = { trigger: (): void => undefined };
-  const patchNode = writer.patchNode.bind(writer);
-  writer.patchNode = async (name: string, patch: NodeMergePatch) => {
-    const stored = await patchNode(name, patch);
+  // The informers: every write echoes back into the node cache and wakes the loop.
+  const echoed = async (write: Promise<V1Node>): Promise<V1Node> => {
+    const stored = await write;
     base.nodes.put(stored);
     setImmediate(() => {
       hooks.trigger();
     });
     return stored;
   };
+  const patchNode = writer.patchNode.bind(writer);
+  const patchNodeGuarded = writer.patchNodeGuarded.bind(writer);
+  writer.patchNode = (name: string, patch: NodeMergePatch) => echoed(patchNode(name, patch));
+  writer.patchNodeGuarded = (name: string, patch: readonly JsonPatchOperation[]) => echoed(patchNodeGuarded(name, patch));
   let passes = 0;
   const reconciler: Reconciler = createReconciler({
     caches,
@@ -186,15 +191,15 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     // n1 is done but for its uncordon (a write that only gives capacity back); n2 is asked to upgrade.
     const n1 = aNode('n1', { labels: { [keys.upgradeState]: 'uncordon-required' }, annotations: { [keys.upgradeStartTime]: String(Math.floor(Date.now() / 1000)) }, unschedulable: true });
     const cluster = aCluster([n1, aNode('n2')], { upgradePolicy: { maxUnavailable: 2 } });
-    const patchNode = cluster.writer.patchNode.bind(cluster.writer);
+    const patchNodeGuarded = cluster.writer.patchNodeGuarded.bind(cluster.writer);
     let n1Patches = 0;
     let release = (): void => undefined;
-    cluster.writer.patchNode = (name, patch) => {
-      if (name !== 'n1') return patchNode(name, patch);
+    cluster.writer.patchNodeGuarded = (name, patch) => {
+      if (name !== 'n1') return patchNodeGuarded(name, patch);
       n1Patches += 1;
       return new Promise((resolve) => {
         release = () => {
-          resolve(patchNode(name, patch));
+          resolve(patchNodeGuarded(name, patch));
         };
       });
     };
@@ -214,19 +219,21 @@ describe('the reconciler (in-memory caches and writer, real planner)', () => {
     const cluster = aCluster([aNode('n1'), aNode('n2')], { upgradePolicy: { maxUnavailable: 1 } });
     await waitFor(() => cluster.stateOf('n1') === 'upgrade-done' && cluster.stateOf('n2') === 'upgrade-done');
     const patchNode = cluster.writer.patchNode.bind(cluster.writer);
+    const patchNodeGuarded = cluster.writer.patchNodeGuarded.bind(cluster.writer);
     let release = (): void => undefined;
     let held = 0;
-    cluster.writer.patchNode = (name, patch) => {
+    const storesCordonRequired = (patch: readonly JsonPatchOperation[]): boolean => patch.some((op) => op.op === 'add' && op.path === jsonPointer('metadata', 'labels', keys.upgradeState) && op.value === 'cordon-required');
+    cluster.writer.patchNodeGuarded = (name, patch) => {
       // Hold the first start (the patch that stores cordon-required) until released.
-      if (held === 0 && patch.metadata?.labels?.[keys.upgradeState] === 'cordon-required') {
+      if (held === 0 && storesCordonRequired(patch)) {
         held += 1;
         return new Promise((resolve) => {
           release = () => {
-            resolve(patchNode(name, patch));
+            resolve(patchNodeGuarded(name, patch));
           };
         });
       }
-      return patchNode(name, patch);
+      return patchNodeGuarded(name, patch);
     };
     for (const n of ['n1', 'n2']) await cluster.writer.patchNode(n, { metadata: { annotations: { [keys.upgradeRequested]: 'true' } } });
     await waitFor(() => held === 1);

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CacheKind, ClusterCaches } from '../../../../coordinator/cluster/cluster-caches.ts';
 import { CoordinatorMetrics } from '../../../../coordinator/metrics/coordinator-metrics.ts';
 import type { ClusterWriter } from '../../../../coordinator/execute/cluster-writer.ts';
+import type { JsonPatchOperation } from '../../../../shared/kube/json-patch.ts';
 import type { NodeMergePatch } from '../../../../coordinator/plan/node-patch.ts';
 import { planUpgrades } from '../../../../coordinator/plan/plan-upgrades.ts';
 import { isUpgrading } from '../../../../coordinator/plan/pool-capacity.ts';
@@ -82,17 +83,19 @@ async function rollOut(nodeCount: number, unavailable: string, podWatchMs = WATC
   let deletions = 0;
   // The API server: each request answered one round trip after it was sent; the informers see a
   // change WATCH_MS after its answer; the DaemonSet controller replaces a deleted driver pod.
-  const writer: ClusterWriter = {
-    patchNode: async (name: string, patch: NodeMergePatch): Promise<V1Node> => {
+  const nodeWrite = async (write: () => Promise<V1Node>): Promise<V1Node> => {
     await later(ROUND_TRIP_MS);
-    const stored = await store.patchNode(name, patch);
+    const stored = await write();
     mostOut = Math.max(mostOut, outOfService());
     setTimeout(() => {
       base.nodes.put(stored);
       onChange('nodes', stored);
     }, WATCH_MS);
     return stored;
-  },
+  };
+  const writer: ClusterWriter = {
+  patchNode: (name: string, patch: NodeMergePatch): Promise<V1Node> => nodeWrite(() => store.patchNode(name, patch)),
+  patchNodeGuarded: (name: string, patch: readonly JsonPatchOperation[]): Promise<V1Node> => nodeWrite(() => store.patchNodeGuarded(name, patch)),
   readNode: async (name: string): Promise<V1Node> => {
     await later(ROUND_TRIP_MS);
     return store.readNode(name);
