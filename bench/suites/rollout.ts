@@ -337,6 +337,7 @@ async function measureWithChurn(
   // Every 250 ms: a connection per request lived for seconds (undici keeps an idle one 4 s), and
   // reading /proc 20 times a second cost the machine the rollout is measured on.
   const sampler = sampleApiConnections(coordinator.pid, apiPort, 250);
+  let stopWatches = (): void => undefined;
   try {
     let before: V1Node[] = [];
     await until('every node upgrade-done before the change (the coordinator labels the installed nodes)', 600_000, async () => {
@@ -355,6 +356,11 @@ async function measureWithChurn(
     const podNodes = new Map(driverPods.items.map((p): [string, string] => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
     const replacements = watchReplacements(kc, 'driver:v2');
     const progress = watchProgress(kc, (node) => replacements.readyAt.has(node));
+    // A case that fails from here must not leave its watches re-opening against a stopped API server (the bench would never exit).
+    stopWatches = () => {
+      progress.stop();
+      replacements.stop();
+    };
     await replacements.opened;
     await until(`the bench's node watch to list all ${c.nodes} nodes`, 120_000, () => Promise.resolve(progress.seen() === c.nodes), { intervalMs: 100, describe: () => `${progress.seen()} seen (${progress.describeWatch()})` });
 
@@ -381,8 +387,7 @@ async function measureWithChurn(
     // read once the last of them is sent.
     await until('the coordinator\'s queued Events sent', 300_000, async () => (await retrying('read the coordinator\'s metrics', () => eventsQueued(metricsPort))) === 0, { intervalMs: 100 });
     const eventsSentAfter = (performance.now() - t0) / 1000 - wall;
-    progress.stop();
-    replacements.stop();
+    stopWatches();
     await sampler.stop();
     const metricsAfter = await retrying('read apiserver_request_total', () => requestTotals(kc, plane.server));
     const passes = diff(await retrying('read the coordinator\'s metrics', () => reconcilePasses(metricsPort)), passesBefore);
@@ -443,6 +448,7 @@ async function measureWithChurn(
       },
     };
   } finally {
+    stopWatches();
     await sampler.stop();
     coordinator.signal(profile.stop);
     await coordinator.exited;
