@@ -1,5 +1,6 @@
 import type { KubeConfig, V1Node, V1Pod } from '@kubernetes/client-node';
 import { BookmarkedWatch } from '../../coordinator/cluster/bookmarked-watch.ts';
+import { apiErrorMessage } from '../../shared/kube/api-error.ts';
 
 /**
  * A watch that re-opens from the last resourceVersion it saw whenever it ends, until the returned
@@ -39,7 +40,7 @@ export function keepWatching(kc: KubeConfig, path: string, query: Record<string,
       history.ended += 1;
       if (error !== null && error !== undefined) {
         resourceVersion = undefined;
-        history.lastEnd = errorText(error);
+        history.lastEnd = apiErrorMessage(error);
       }
       setTimeout(open, 200);
     }).then((request) => {
@@ -48,7 +49,7 @@ export function keepWatching(kc: KubeConfig, path: string, query: Record<string,
       markOpened();
       if (stopped) request.abort();
     }, (error: unknown) => {
-      history.lastEnd = `not opened: ${errorText(error)}`;
+      history.lastEnd = `not opened: ${apiErrorMessage(error)}`;
       setTimeout(open, 1_000);
     });
   };
@@ -59,10 +60,6 @@ export function keepWatching(kc: KubeConfig, path: string, query: Record<string,
   };
   const describe = (): string => `watch opened ${String(history.opened)} times, ended ${String(history.ended)}, ${String(history.events)} events; last end: ${history.lastEnd}`;
   return Object.assign(stop, { opened, describe });
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : JSON.stringify(error);
 }
 
 /** Stops the watch when called. */
