@@ -68,16 +68,12 @@ export class InMemoryClusterWriter implements ClusterWriter {
 
   readNode(name: string): Promise<V1Node> {
     this.calls.push(`readNode ${name}`);
-    const node = this.nodes.get(name);
-    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
-    return Promise.resolve(structuredClone(node));
+    return Promise.resolve(structuredClone(this.nodeNamed(name)));
   }
 
   /** Another writer's change to a node (an admin's uncordon, NFD's labels): a new resourceVersion. */
   changeNode(name: string, change: (node: V1Node) => void): void {
-    const node = this.nodes.get(name);
-    if (node === undefined) throw new InMemoryApiError('node not found', { name, code: 404 });
-    const updated = structuredClone(node);
+    const updated = structuredClone(this.nodeNamed(name));
     change(updated);
     (updated.metadata ??= {}).resourceVersion = this.bump();
     this.nodes.set(name, updated);
